@@ -1,0 +1,90 @@
+"""An in-memory source: a scipy CSR matrix cut into the same row blocks as a store."""
+
+import numpy as np
+import scipy.sparse as sp
+
+from .source import Block, BlockSource
+
+DEFAULT_BLOCK_NNZ = 1 << 19
+
+
+def block_offsets_by_nnz(indptr, block_nnz=DEFAULT_BLOCK_NNZ, block_rows=None):
+    """Row offsets cutting a CSR matrix into blocks.
+
+    With ``block_rows``, every block but the last has that many rows; otherwise a block
+    ends at the first row that brings it to ``block_nnz`` nonzeros (at least one row).
+    """
+    n = len(indptr) - 1
+    if block_rows is not None:
+        if block_rows < 1:
+            raise ValueError(f"block_rows must be >= 1, got {block_rows}")
+        return np.append(np.arange(0, n, block_rows, dtype=np.int64), n) if n else np.zeros(1, np.int64)
+    if block_nnz < 1:
+        raise ValueError(f"block_nnz must be >= 1, got {block_nnz}")
+    offsets = [0]
+    while offsets[-1] < n:
+        target = indptr[offsets[-1]] + block_nnz
+        stop = int(np.searchsorted(indptr, target, side="left"))
+        offsets.append(min(max(stop, offsets[-1] + 1), n))
+    return np.asarray(offsets, np.int64)
+
+
+class InMemorySource(BlockSource):
+    """Blocks of rows of ``X`` as zero-copy views.
+
+    Parameters
+    ----------
+    X : sparse matrix or array of shape (n_samples, n_features)
+        Converted to CSR with int32 indices and sorted, summed duplicates.
+    y : array of shape (n_samples,)
+        Two distinct values; the smaller maps to -1, the larger to +1 (or ``classes``).
+    block_rows, block_nnz : int, optional
+        How to cut blocks, as in the converter.
+    classes : sequence of 2 values, optional
+        The label values standing for -1 and +1.
+    """
+
+    name = "<in-memory matrix>"
+
+    def __init__(self, X, y, block_rows=None, block_nnz=DEFAULT_BLOCK_NNZ, classes=None,
+                 value_dtype=None):
+        X = sp.csr_matrix(X)
+        if value_dtype is not None:
+            X = X.astype(value_dtype)
+        elif X.dtype not in (np.float32, np.float64):
+            X = X.astype(np.float64)
+        if not X.has_canonical_format:
+            X = X.copy()
+            X.sum_duplicates()
+        if X.nnz and not np.all(np.isfinite(X.data)):
+            raise ValueError(f"{self.name}: X holds NaN or infinite values")
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(f"{self.name}: y has shape {y.shape}, expected ({X.shape[0]},)")
+        if classes is None:
+            classes = np.unique(y)
+            if len(classes) == 1 and classes[0] in (-1, 1):
+                classes = np.array([-1, 1])
+            if len(classes) != 2:
+                raise ValueError(f"{self.name}: y must hold two distinct labels, found "
+                                 f"{len(classes)}: {classes[:5]}")
+        classes = tuple(float(c) for c in classes)
+        unknown = ~np.isin(y, classes)
+        if np.any(unknown):
+            raise ValueError(f"{self.name}: label {y[unknown][0]!r} is not one of {classes}")
+        self.X = X
+        self.indices = X.indices.astype(np.int32, copy=False)
+        self.y = np.where(y == classes[1], 1, -1).astype(np.int8)
+        self.classes = classes
+        self.n_samples, self.n_features = X.shape
+        self.nnz = X.nnz
+        self.value_dtype = X.dtype
+        self.row_offsets = block_offsets_by_nnz(X.indptr, block_nnz, block_rows)
+
+    def read_block(self, k):
+        a, b = int(self.row_offsets[k]), int(self.row_offsets[k + 1])
+        return Block(k, a, self.X.indptr[a:b + 1], self.indices, self.X.data, self.y[a:b])
+
+    def label_counts(self):
+        n_pos = int(np.count_nonzero(self.y > 0))
+        return self.n_samples - n_pos, n_pos

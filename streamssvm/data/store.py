@@ -1,0 +1,246 @@
+"""The HDF5 store of CSR row blocks (format in docs/FORMAT.md). The only module using h5py."""
+
+import datetime
+import json
+import os
+
+import h5py
+import numpy as np
+
+from .._atomic import atomic_output
+from .source import Block, BlockSource
+
+FORMAT_NAME = "streamssvm.csr-blocks"
+FORMAT_VERSION = 1
+COMPRESSIONS = (None, "gzip", "lzf")
+
+
+class StoreError(ValueError):
+    """A store that cannot be read: wrong format, corrupt block, inconsistent metadata."""
+
+
+def _block_name(k):
+    return f"blocks/{k:08d}"
+
+
+class StoreWriter:
+    """Write a store block by block; the file appears at ``path`` only on :meth:`close`.
+
+    Use as a context manager: leaving the ``with`` on an exception removes the temporary
+    file and leaves ``path`` as it was.
+
+    Parameters
+    ----------
+    path : str or path-like
+    value_dtype : {"float32", "float64"}
+    compression : {None, "gzip", "lzf"}
+    compression_level : int or None
+        gzip level (1-9).
+    fletcher32 : bool
+        Store an HDF5 Fletcher-32 checksum with every block's data.
+    overwrite : bool
+        Replace an existing ``path``.
+    """
+
+    def __init__(self, path, value_dtype="float32", compression=None, compression_level=None,
+                 fletcher32=False, overwrite=False):
+        if compression not in COMPRESSIONS:
+            raise ValueError(f"compression must be one of {COMPRESSIONS}, got {compression!r}")
+        self.path = os.fspath(path)
+        self.value_dtype = np.dtype(value_dtype)
+        if self.value_dtype not in (np.float32, np.float64):
+            raise ValueError(f"value_dtype must be float32 or float64, got {value_dtype!r}")
+        self._filters = {}
+        if compression is not None:
+            self._filters["compression"] = compression
+            if compression == "gzip":
+                self._filters["compression_opts"] = compression_level or 4
+                self._filters["shuffle"] = True
+        if fletcher32:
+            self._filters["fletcher32"] = True
+        self.options = {"value_dtype": self.value_dtype.name, "compression": compression,
+                        "compression_level": compression_level, "fletcher32": bool(fletcher32)}
+        self._atomic = atomic_output(self.path, overwrite=overwrite)
+        self._row_offsets = [0]
+        self._nnz_offsets = [0]
+        self._n_positive = 0
+        self._max_index = -1
+
+    def __enter__(self):
+        tmp = self._atomic.__enter__()
+        self._file = h5py.File(tmp, "w", libver="latest")
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            self._file.close()
+        return self._atomic.__exit__(exc_type, exc, tb)
+
+    @property
+    def n_blocks(self):
+        return len(self._row_offsets) - 1
+
+    def _dataset(self, group, name, array):
+        filters = self._filters if array.size else {}
+        chunks = array.shape if filters else None
+        group.create_dataset(name, data=array, chunks=chunks, **filters)
+
+    def add_block(self, indptr, indices, data, y):
+        """Append rows. ``indptr`` starts at 0; ``y`` holds -1/+1 (int8).
+
+        The caller has validated the arrays (sorted in-range indices, finite values).
+        """
+        indptr = np.ascontiguousarray(indptr, dtype=np.int32)
+        nnz = int(indptr[-1])
+        group = self._file.create_group(_block_name(self.n_blocks))
+        self._dataset(group, "indptr", indptr)
+        self._dataset(group, "indices", np.ascontiguousarray(indices[:nnz], dtype=np.int32))
+        self._dataset(group, "data", np.ascontiguousarray(data[:nnz], dtype=self.value_dtype))
+        y = np.ascontiguousarray(y, dtype=np.int8)
+        self._dataset(group, "y", y)
+        self._row_offsets.append(self._row_offsets[-1] + len(indptr) - 1)
+        self._nnz_offsets.append(self._nnz_offsets[-1] + nnz)
+        self._n_positive += int(np.count_nonzero(y > 0))
+        if nnz:
+            self._max_index = max(self._max_index, int(indices[:nnz].max()))
+
+    def negate_labels(self):
+        """Flip the sign of every label written so far (the converter learns the label
+        order only at the end of its input)."""
+        for k in range(self.n_blocks):
+            ds = self._file[_block_name(k)]["y"]
+            if ds.shape[0]:
+                ds[...] = -ds[...]
+        self._n_positive = self._row_offsets[-1] - self._n_positive
+
+    def close(self, n_features, classes, source=None, extra_options=None):
+        """Write the metadata and move the file into place.
+
+        Parameters
+        ----------
+        n_features : int or None
+            Width of the matrix; None takes the largest column index + 1.
+        classes : sequence of 2 floats
+            The original label values that -1 and +1 stand for.
+        source : dict, optional
+            ``name``, ``size`` and ``sha256`` of the text the store was made from.
+        """
+        width = self._max_index + 1 if n_features is None else int(n_features)
+        if width <= self._max_index:
+            raise ValueError(f"n_features={width} but column index {self._max_index} occurs")
+        f = self._file
+        f.create_dataset("row_offsets", data=np.asarray(self._row_offsets, np.int64))
+        f.create_dataset("nnz_offsets", data=np.asarray(self._nnz_offsets, np.int64))
+        attrs = f.attrs
+        attrs["format"] = FORMAT_NAME
+        attrs["version"] = FORMAT_VERSION
+        attrs["n_samples"] = self._row_offsets[-1]
+        attrs["n_features"] = width
+        attrs["nnz"] = self._nnz_offsets[-1]
+        attrs["n_blocks"] = self.n_blocks
+        attrs["n_positive"] = self._n_positive
+        attrs["classes"] = np.asarray(classes, np.float64)
+        attrs["value_dtype"] = self.value_dtype.name
+        source = source or {}
+        attrs["source_name"] = str(source.get("name", ""))
+        attrs["source_size"] = int(source.get("size", -1))
+        attrs["source_sha256"] = str(source.get("sha256", ""))
+        attrs["options"] = json.dumps({**self.options, **(extra_options or {})}, sort_keys=True)
+        attrs["created"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        f.close()
+        self._atomic.__exit__(None, None, None)
+
+
+class Store(BlockSource):
+    """Read a store written by :class:`StoreWriter`.
+
+    Parameters
+    ----------
+    path : str or path-like
+    """
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        self.name = self.path
+        try:
+            self._file = h5py.File(self.path, "r")
+        except OSError as exc:
+            raise StoreError(f"{self.path}: not a readable HDF5 store ({exc})") from exc
+        attrs = self._file.attrs
+        if attrs.get("format") != FORMAT_NAME:
+            self._file.close()
+            raise StoreError(f"{self.path}: not a streamssvm store (format attribute "
+                             f"{attrs.get('format')!r})")
+        version = int(attrs["version"])
+        if version > FORMAT_VERSION:
+            self._file.close()
+            raise StoreError(f"{self.path}: store format version {version} is newer than this "
+                             f"library reads ({FORMAT_VERSION})")
+        self.n_samples = int(attrs["n_samples"])
+        self.n_features = int(attrs["n_features"])
+        self.nnz = int(attrs["nnz"])
+        self.classes = tuple(float(c) for c in attrs["classes"])
+        self.value_dtype = np.dtype(str(attrs["value_dtype"]))
+        self.row_offsets = self._file["row_offsets"][...]
+        self.nnz_offsets = self._file["nnz_offsets"][...]
+        self._n_positive = int(attrs["n_positive"])
+        if (len(self.row_offsets) != int(attrs["n_blocks"]) + 1
+                or self.row_offsets[-1] != self.n_samples or self.nnz_offsets[-1] != self.nnz):
+            self._file.close()
+            raise StoreError(f"{self.path}: block offsets disagree with the file's metadata")
+
+    def close(self):
+        self._file.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def metadata(self):
+        """All file attributes as a dict (``options`` decoded from JSON)."""
+        meta = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in self._file.attrs.items()}
+        meta["classes"] = list(self.classes)
+        meta["options"] = json.loads(meta["options"])
+        return meta
+
+    def label_counts(self):
+        return self.n_samples - self._n_positive, self._n_positive
+
+    def read_block(self, k):
+        """Block ``k`` as fresh arrays; a corrupt or inconsistent block raises StoreError."""
+        if not 0 <= k < self.n_blocks:
+            raise IndexError(f"{self.path}: block {k} outside 0..{self.n_blocks - 1}")
+        rows = int(self.row_offsets[k + 1] - self.row_offsets[k])
+        nnz = int(self.nnz_offsets[k + 1] - self.nnz_offsets[k])
+        try:
+            group = self._file[_block_name(k)]
+            arrays = {}
+            for name, dtype, size in (("indptr", np.int32, rows + 1), ("indices", np.int32, nnz),
+                                      ("data", self.value_dtype, nnz), ("y", np.int8, rows)):
+                ds = group[name]
+                if ds.shape != (size,) or ds.dtype != dtype:
+                    raise StoreError(f"{self.path}: block {k}: dataset {name} has shape "
+                                     f"{ds.shape} and type {ds.dtype}, expected ({size},) {np.dtype(dtype)}")
+                out = np.empty(size, dtype)
+                if size:
+                    ds.read_direct(out)
+                arrays[name] = out
+        except (OSError, KeyError) as exc:
+            raise StoreError(f"{self.path}: block {k} cannot be read ({exc})") from exc
+        _check_block(self.path, k, arrays, self.n_features)
+        return Block(k, int(self.row_offsets[k]), arrays["indptr"], arrays["indices"],
+                     arrays["data"], arrays["y"])
+
+
+def _check_block(path, k, arrays, n_features):
+    """Validate what a kernel will index: numba does not check bounds."""
+    indptr, indices, y = arrays["indptr"], arrays["indices"], arrays["y"]
+    if indptr[0] != 0 or indptr[-1] != len(indices) or np.any(np.diff(indptr) < 0):
+        raise StoreError(f"{path}: block {k}: row pointers are not monotone from 0 to nnz")
+    if len(indices) and (indices.min() < 0 or indices.max() >= n_features):
+        raise StoreError(f"{path}: block {k}: column index outside 0..{n_features - 1}")
+    if len(y) and np.any(np.abs(y) != 1):
+        raise StoreError(f"{path}: block {k}: labels other than -1/+1")
