@@ -7,6 +7,11 @@ Objective (Luo, Qiao & Zhang, "Learning with Smooth Hinge Losses")::
 
 __version__ = "0.1.0"
 
+from .api import train_stream
 from .data import InMemorySource, Store, StoreError, StoreWriter
+from .losses import Loss, get_loss
+from .model import Model
+from .solvers import ConvergenceWarning
 
-__all__ = ["InMemorySource", "Store", "StoreError", "StoreWriter", "__version__"]
+__all__ = ["ConvergenceWarning", "InMemorySource", "Loss", "Model", "Store", "StoreError",
+           "StoreWriter", "get_loss", "train_stream", "__version__"]

@@ -1,0 +1,138 @@
+"""Numba kernels over one CSR block: the only loops over nonzeros in the library.
+
+Every kernel takes raw arrays ``(indptr, indices, data, ...)`` of a block (``indptr`` may
+start at a nonzero offset) and an intercept feature value ``bias`` (0: no intercept; else
+every row has an extra feature of value ``bias`` whose weight is the last entry of ``w``).
+
+Kernels that scatter into a d-vector take ``out`` of shape (n_parts, n_variables): the
+block's rows are cut into ``n_parts`` ranges of equal nonzeros, range ``t`` adds into
+``out[t]`` only, and the caller sums the rows of ``out`` once per pass. ``n_parts = 1``
+is the serial kernel; with more, ranges run in parallel threads (``prange``) and the
+result equals the serial one up to the order of floating-point sums.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from ..losses._scalar import derivatives
+
+
+@njit(cache=True, nogil=True)
+def row_partition(indptr, n_parts):
+    """Row bounds (n_parts + 1,) cutting the block into ranges of about equal nonzeros."""
+    n = indptr.shape[0] - 1
+    bounds = np.empty(n_parts + 1, np.int64)
+    bounds[0] = 0
+    start = indptr[0]
+    total = indptr[n] - start
+    for t in range(1, n_parts):
+        target = start + (total * t) // n_parts
+        bounds[t] = max(np.searchsorted(indptr[: n + 1], target), bounds[t - 1])
+    bounds[n_parts] = n
+    for t in range(1, n_parts):
+        bounds[t] = min(bounds[t], n)
+    return bounds
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _dot(indptr, indices, data, i, w, bias):
+    acc = 0.0
+    for k in range(indptr[i], indptr[i + 1]):
+        acc += data[k] * w[indices[k]]
+    if bias != 0.0:
+        acc += bias * w[w.shape[0] - 1]
+    return acc
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _axpy_row(indptr, indices, data, i, coef, bias, out):
+    for k in range(indptr[i], indptr[i + 1]):
+        out[indices[k]] += coef * data[k]
+    if bias != 0.0:
+        out[out.shape[0] - 1] += coef * bias
+
+
+@njit(cache=True, nogil=True)
+def _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta, lo, hi,
+                    curvature, out):
+    total = 0.0
+    for i in range(lo, hi):
+        yi = float(y[i])
+        value, slope, curv = derivatives(code, yi * _dot(indptr, indices, data, i, w, bias),
+                                         sigma, theta)
+        total += value
+        curvature[i] = curv
+        if slope != 0.0:
+            _axpy_row(indptr, indices, data, i, slope * yi, bias, out)
+    return total
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def loss_grad(indptr, indices, data, y, w, bias, code, sigma, theta, curvature, out):
+    """Sum of psi(y_i x_i.w) over the block; adds sum psi'(.) y_i x_i into ``out``.
+
+    Writes psi''(y_i x_i.w) into ``curvature`` (n_rows,), the D of the Hessian X^T D X.
+    """
+    n_parts = out.shape[0]
+    bounds = row_partition(indptr, n_parts)
+    partial = np.zeros(n_parts)
+    for t in prange(n_parts):
+        partial[t] = _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta,
+                                     bounds[t], bounds[t + 1], curvature, out[t])
+    return partial.sum()
+
+
+@njit(cache=True, nogil=True)
+def _hess_vec_rows(indptr, indices, data, curvature, s, bias, lo, hi, out):
+    for i in range(lo, hi):
+        d = curvature[i]
+        if d != 0.0:  # rows without curvature (margin past the kink) cost nothing
+            _axpy_row(indptr, indices, data, i, d * _dot(indptr, indices, data, i, s, bias),
+                      bias, out)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def hess_vec(indptr, indices, data, curvature, s, bias, out):
+    """Adds X^T D X s of the block into ``out``."""
+    n_parts = out.shape[0]
+    bounds = row_partition(indptr, n_parts)
+    for t in prange(n_parts):
+        _hess_vec_rows(indptr, indices, data, curvature, s, bias, bounds[t], bounds[t + 1],
+                       out[t])
+
+
+@njit(cache=True, nogil=True)
+def _hess_diag_rows(indptr, indices, data, curvature, bias, lo, hi, out):
+    for i in range(lo, hi):
+        d = curvature[i]
+        if d != 0.0:
+            for k in range(indptr[i], indptr[i + 1]):
+                out[indices[k]] += d * data[k] * data[k]
+            if bias != 0.0:
+                out[out.shape[0] - 1] += d * bias * bias
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def hess_diag(indptr, indices, data, curvature, bias, out):
+    """Adds the diagonal of X^T D X of the block into ``out``."""
+    n_parts = out.shape[0]
+    bounds = row_partition(indptr, n_parts)
+    for t in prange(n_parts):
+        _hess_diag_rows(indptr, indices, data, curvature, bias, bounds[t], bounds[t + 1], out[t])
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def decision(indptr, indices, data, w, bias, out):
+    """out[i] = x_i.w (+ bias * w[-1]) for the block's rows."""
+    for i in prange(indptr.shape[0] - 1):
+        out[i] = _dot(indptr, indices, data, i, w, bias)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def loss_sum(indptr, indices, data, y, w, bias, code, sigma, theta):
+    """Sum of psi(y_i x_i.w) over the block (no gradient)."""
+    total = 0.0
+    for i in prange(indptr.shape[0] - 1):
+        total += derivatives(code, float(y[i]) * _dot(indptr, indices, data, i, w, bias),
+                             sigma, theta)[0]
+    return total

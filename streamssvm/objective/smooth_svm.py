@@ -1,0 +1,157 @@
+"""The regularised empirical risk over any block source: the only thing solvers see.
+
+    L(w) = lambda / 2 ||w_[:d]||^2 + (1 / n) sum_i psi(y_i (x_i . w_[:d] + b w_d))
+
+with the intercept weight w_d (present when ``fit_intercept``) not regularised and ``b``
+the value of the constant feature (``intercept_scaling``).
+
+Which call caches what
+----------------------
+``evaluate(w)`` makes one pass over the data and returns a :class:`PointState` holding
+L(w), the gradient and the per-row curvature D_ii = psi''(y_i x_i.w). ``hessp(state, s)``
+and ``hess_diag(state)`` use that state's D (one pass each, reading only rows with
+D_ii != 0); they never recompute it. A solver that rejects a trial point simply keeps the
+previous state: nothing in the objective is overwritten by a later ``evaluate``.
+"""
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+from tqdm.auto import tqdm
+
+from .. import kernels
+from ..losses import get_loss
+
+
+@dataclass
+class PointState:
+    """L, its gradient and the curvature D at a point ``w`` (see module docstring)."""
+
+    w: np.ndarray
+    f: float
+    grad: np.ndarray
+    curvature: np.ndarray
+
+    @property
+    def grad_norm(self):
+        return float(np.linalg.norm(self.grad))
+
+
+class SmoothSVMObjective:
+    """Oracle of L(w) over a :class:`~streamssvm.data.BlockSource`.
+
+    Parameters
+    ----------
+    source : BlockSource
+        The store or in-memory source.
+    loss : str or Loss
+    lam : float
+        L2 regularisation strength lambda > 0.
+    sigma : float, optional
+        Smoothing width when ``loss`` is a name.
+    fit_intercept : bool
+    intercept_scaling : float
+        Value of the constant feature that carries the intercept.
+    n_threads : int, optional
+        Threads for the kernels (default: numba's thread count).
+    progress : bool
+        A tqdm bar over the blocks of every pass.
+
+    Attributes
+    ----------
+    passes : int
+        Passes over the data made so far (every block read once = one pass).
+    """
+
+    def __init__(self, source, loss, lam, sigma=None, fit_intercept=False,
+                 intercept_scaling=1.0, n_threads=None, progress=False):
+        lam = float(lam)
+        if not (np.isfinite(lam) and lam > 0):
+            raise ValueError(f"lambda must be a positive finite number, got {lam}")
+        if source.n_samples == 0:
+            raise ValueError(f"{source.name}: no rows to train on")
+        self.source = source
+        self.loss = get_loss(loss, sigma)
+        self.lam = lam
+        self.bias = float(intercept_scaling) if fit_intercept else 0.0
+        if fit_intercept and not (np.isfinite(self.bias) and self.bias > 0):
+            raise ValueError(f"intercept_scaling must be positive, got {intercept_scaling}")
+        self.n_features = source.n_features
+        self.n_variables = self.n_features + (1 if fit_intercept else 0)
+        self.n_threads = n_threads or numba.get_num_threads()
+        self.progress = progress
+        self.passes = 0
+        self._scatter = np.zeros((self.n_threads, self.n_variables))
+
+    @property
+    def n_samples(self):
+        return self.source.n_samples
+
+    def _regularised(self, w):
+        """lambda * w with the intercept weight left out."""
+        reg = self.lam * w
+        if self.bias:
+            reg[-1] = 0.0
+        return reg
+
+    def _pass(self):
+        self.passes += 1
+        self._scatter[...] = 0.0
+        blocks = self.source.iter_blocks()
+        if self.progress:
+            blocks = tqdm(blocks, total=self.source.n_blocks, unit="block", leave=False,
+                          desc=f"pass {self.passes}")
+        return blocks
+
+    def _merged(self):
+        return self._scatter.sum(axis=0)
+
+    def _check(self, w):
+        w = np.ascontiguousarray(w, dtype=np.float64)
+        if w.shape != (self.n_variables,):
+            raise ValueError(f"w has shape {w.shape}, expected ({self.n_variables},)")
+        return w
+
+    def evaluate(self, w):
+        """One pass: L(w), grad L(w) and the curvature D at ``w``, as a PointState."""
+        w = self._check(w)
+        loss, curvature = 0.0, np.empty(self.n_samples)
+        code, sigma, theta = self.loss.code, self.loss.sigma, self.loss.theta
+        for b in self._pass():
+            rows = curvature[b.row_start:b.row_start + b.n_rows]
+            loss += kernels.loss_grad(b.indptr, b.indices, b.data, b.y, w, self.bias, code,
+                                      sigma, theta, rows, self._scatter)
+        n = self.n_samples
+        f = 0.5 * self.lam * float(w[:self.n_features] @ w[:self.n_features]) + loss / n
+        grad = self._regularised(w) + self._merged() / n
+        return PointState(w, f, grad, curvature)
+
+    def value(self, w):
+        """One pass: L(w) alone."""
+        w = self._check(w)
+        loss = 0.0
+        for b in self._pass():
+            loss += kernels.loss_sum(b.indptr, b.indices, b.data, b.y, w, self.bias,
+                                     self.loss.code, self.loss.sigma, self.loss.theta)
+        return 0.5 * self.lam * float(w[:self.n_features] @ w[:self.n_features]) + loss / self.n_samples
+
+    def hessp(self, state, s):
+        """One pass: (lambda E + X^T D X / n) s with D from ``state``."""
+        s = self._check(s)
+        for b in self._pass():
+            kernels.hess_vec(b.indptr, b.indices, b.data,
+                             state.curvature[b.row_start:b.row_start + b.n_rows], s, self.bias,
+                             self._scatter)
+        return self._regularised(s) + self._merged() / self.n_samples
+
+    def hess_diag(self, state):
+        """One pass: the diagonal of the Hessian at ``state``."""
+        for b in self._pass():
+            kernels.hess_diag(b.indptr, b.indices, b.data,
+                              state.curvature[b.row_start:b.row_start + b.n_rows], self.bias,
+                              self._scatter)
+        diag = self._merged() / self.n_samples + self.lam
+        if self.bias:
+            diag[-1] -= self.lam
+        return diag
