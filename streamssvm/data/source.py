@@ -6,6 +6,8 @@ big matrix without copying); kernels read row ``i`` of the block as
 ``indices[indptr[i]:indptr[i + 1]]``.
 """
 
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,6 +76,20 @@ class BlockSource:
         """Yield the blocks in storage order or in ``order`` (an iterable of block indices)."""
         for k in range(self.n_blocks) if order is None else order:
             yield self.read_block(int(k))
+
+    def iter_blocks_prefetched(self, order=None, depth=2):
+        """Like :meth:`iter_blocks`, reading up to ``depth`` blocks ahead in a thread, so
+        that reading and decoding the next block overlaps the (GIL-free) kernels working on
+        this one."""
+        order = iter(range(self.n_blocks) if order is None else order)
+        with ThreadPoolExecutor(1, thread_name_prefix="streamssvm-read") as pool:
+            pending = deque(pool.submit(self.read_block, int(k)) for _, k in zip(range(depth), order))
+            while pending:
+                block = pending.popleft().result()
+                k = next(order, None)
+                if k is not None:
+                    pending.append(pool.submit(self.read_block, int(k)))
+                yield block
 
     def read_rows(self, start, stop):
         """Rows ``start .. stop`` as ``(X, y)``: a CSR matrix and an int8 array of +-1."""

@@ -209,6 +209,10 @@ class Store(BlockSource):
     def label_counts(self):
         return self.n_samples - self._n_positive, self._n_positive
 
+    def iter_blocks(self, order=None):
+        """Yield the blocks in storage order or in ``order``, read ahead in a thread."""
+        return self.iter_blocks_prefetched(order)
+
     def read_block(self, k):
         """Block ``k`` as fresh arrays; a corrupt or inconsistent block raises StoreError."""
         if not 0 <= k < self.n_blocks:
