@@ -1,5 +1,6 @@
 """Numba kernels over CSR blocks: loss + gradient, Hessian-vector product, diagonal, margins."""
 
-from .linear import decision, hess_diag, hess_vec, loss_grad, loss_sum, row_partition
+from .linear import (decision, gather_curved_rows, hess_diag, hess_vec, loss_grad, loss_sum,
+                     row_partition)
 
-__all__ = ["decision", "hess_diag", "hess_vec", "loss_grad", "loss_sum", "row_partition"]
+__all__ = ["decision", "gather_curved_rows", "hess_diag", "hess_vec", "loss_grad", "loss_sum", "row_partition"]

@@ -136,3 +136,36 @@ def loss_sum(indptr, indices, data, y, w, bias, code, sigma, theta):
         total += derivatives(code, float(y[i]) * _dot(indptr, indices, data, i, w, bias),
                              sigma, theta)[0]
     return total
+
+
+@njit(cache=True, nogil=True)
+def gather_curved_rows(indptr, indices, data, curvature):
+    """The rows with curvature != 0 as a compact CSR block.
+
+    Returns ``(indptr, indices, data, curvature)`` of those rows only: all that a
+    Hessian-vector product needs, so CG steps can run on it without reading the block again.
+    """
+    n = indptr.shape[0] - 1
+    rows = 0
+    nnz = 0
+    for i in range(n):
+        if curvature[i] != 0.0:
+            rows += 1
+            nnz += indptr[i + 1] - indptr[i]
+    out_indptr = np.empty(rows + 1, np.int64)
+    out_indices = np.empty(nnz, indices.dtype)
+    out_data = np.empty(nnz, data.dtype)
+    out_curvature = np.empty(rows)
+    out_indptr[0] = 0
+    r = 0
+    pos = 0
+    for i in range(n):
+        if curvature[i] != 0.0:
+            for k in range(indptr[i], indptr[i + 1]):
+                out_indices[pos] = indices[k]
+                out_data[pos] = data[k]
+                pos += 1
+            out_curvature[r] = curvature[i]
+            r += 1
+            out_indptr[r] = pos
+    return out_indptr, out_indices, out_data, out_curvature

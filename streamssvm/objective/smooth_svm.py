@@ -9,9 +9,15 @@ Which call caches what
 ----------------------
 ``evaluate(w)`` makes one pass over the data and returns a :class:`PointState` holding
 L(w), the gradient and the per-row curvature D_ii = psi''(y_i x_i.w). ``hessp(state, s)``
-and ``hess_diag(state)`` use that state's D (one pass each, reading only rows with
-D_ii != 0); they never recompute it. A solver that rejects a trial point simply keeps the
-previous state: nothing in the objective is overwritten by a later ``evaluate``.
+and ``hess_diag(state)`` use that state's D; they never recompute it. A solver that
+rejects a trial point simply keeps the previous state: nothing in the objective is
+overwritten by a later ``evaluate``.
+
+Only rows with D_ii != 0 enter a Hessian-vector product. When ``cache_curved`` is on,
+``evaluate`` also copies those rows into memory (while they fit ``cache_bytes``), and
+``hessp`` then runs on that copy instead of making a pass: out of core, CG steps read
+nothing from disk. For the smooth hinges at small sigma and for the squared hinge the
+rows with curvature are a small part of the data.
 """
 
 from dataclasses import dataclass
@@ -21,6 +27,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .. import kernels
+from .._memory import available_memory_bytes
+from ..data import Store
 from ..losses import get_loss
 
 
@@ -32,6 +40,7 @@ class PointState:
     f: float
     grad: np.ndarray
     curvature: np.ndarray
+    curved_rows: list = None  # [(indptr, indices, data, curvature)] of rows with D_ii != 0
 
     @property
     def grad_norm(self):
@@ -57,15 +66,23 @@ class SmoothSVMObjective:
         Threads for the kernels (default: numba's thread count).
     progress : bool
         A tqdm bar over the blocks of every pass.
+    cache_curved : bool or "auto"
+        Keep the rows with curvature in memory for ``hessp`` ("auto": for stores, whose
+        passes read the disk, not for in-memory sources).
+    cache_bytes : int, optional
+        Memory for that copy (default a quarter of what the process may still use).
 
     Attributes
     ----------
     passes : int
         Passes over the data made so far (every block read once = one pass).
+    cached_sweeps : int
+        Hessian-vector products or diagonals computed from the in-memory curved rows.
     """
 
     def __init__(self, source, loss, lam, sigma=None, fit_intercept=False,
-                 intercept_scaling=1.0, n_threads=None, progress=False):
+                 intercept_scaling=1.0, n_threads=None, progress=False, cache_curved="auto",
+                 cache_bytes=None):
         lam = float(lam)
         if not (np.isfinite(lam) and lam > 0):
             raise ValueError(f"lambda must be a positive finite number, got {lam}")
@@ -81,7 +98,10 @@ class SmoothSVMObjective:
         self.n_variables = self.n_features + (1 if fit_intercept else 0)
         self.n_threads = n_threads or numba.get_num_threads()
         self.progress = progress
+        self.cache_curved = isinstance(source, Store) if cache_curved == "auto" else bool(cache_curved)
+        self.cache_bytes = available_memory_bytes() // 4 if cache_bytes is None else int(cache_bytes)
         self.passes = 0
+        self.cached_sweeps = 0
         self._scatter = np.zeros((self.n_threads, self.n_variables))
 
     @property
@@ -118,14 +138,32 @@ class SmoothSVMObjective:
         w = self._check(w)
         loss, curvature = 0.0, np.empty(self.n_samples)
         code, sigma, theta = self.loss.code, self.loss.sigma, self.loss.theta
+        curved, cached = [] if self.cache_curved else None, 0
         for b in self._pass():
             rows = curvature[b.row_start:b.row_start + b.n_rows]
             loss += kernels.loss_grad(b.indptr, b.indices, b.data, b.y, w, self.bias, code,
                                       sigma, theta, rows, self._scatter)
+            if curved is not None:
+                part = kernels.gather_curved_rows(b.indptr, b.indices, b.data, rows)
+                cached += sum(a.nbytes for a in part)
+                if cached <= self.cache_bytes:
+                    curved.append(part)
+                else:  # does not fit: Hessian-vector products will stream instead
+                    curved = None
         n = self.n_samples
         f = 0.5 * self.lam * float(w[:self.n_features] @ w[:self.n_features]) + loss / n
         grad = self._regularised(w) + self._merged() / n
-        return PointState(w, f, grad, curvature)
+        return PointState(w, f, grad, curvature, curved)
+
+    def _curved_blocks(self, state):
+        """(indptr, indices, data, curvature) per block: the in-memory copy if there is
+        one, else a pass over the source."""
+        if state.curved_rows is not None:
+            self.cached_sweeps += 1
+            self._scatter[...] = 0.0
+            return state.curved_rows
+        return ((b.indptr, b.indices, b.data, state.curvature[b.row_start:b.row_start + b.n_rows])
+                for b in self._pass())
 
     def value(self, w):
         """One pass: L(w) alone."""
@@ -139,18 +177,14 @@ class SmoothSVMObjective:
     def hessp(self, state, s):
         """One pass: (lambda E + X^T D X / n) s with D from ``state``."""
         s = self._check(s)
-        for b in self._pass():
-            kernels.hess_vec(b.indptr, b.indices, b.data,
-                             state.curvature[b.row_start:b.row_start + b.n_rows], s, self.bias,
-                             self._scatter)
+        for indptr, indices, data, curvature in self._curved_blocks(state):
+            kernels.hess_vec(indptr, indices, data, curvature, s, self.bias, self._scatter)
         return self._regularised(s) + self._merged() / self.n_samples
 
     def hess_diag(self, state):
         """One pass: the diagonal of the Hessian at ``state``."""
-        for b in self._pass():
-            kernels.hess_diag(b.indptr, b.indices, b.data,
-                              state.curvature[b.row_start:b.row_start + b.n_rows], self.bias,
-                              self._scatter)
+        for indptr, indices, data, curvature in self._curved_blocks(state):
+            kernels.hess_diag(indptr, indices, data, curvature, self.bias, self._scatter)
         diag = self._merged() / self.n_samples + self.lam
         if self.bias:
             diag[-1] -= self.lam
