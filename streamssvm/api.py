@@ -88,6 +88,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
                   max_iter=max_iter, fit_intercept=fit_intercept,
                   intercept_scaling=intercept_scaling, n_samples=objective.n_samples,
                   converged=result.converged, message=result.message, n_iter=result.n_iter,
-                  passes=result.passes, seconds=result.seconds, objective=result.f,
+                  passes=result.passes, cached_sweeps=objective.cached_sweeps,
+                  seconds=result.seconds, objective=result.f,
                   grad_norm=result.grad_norm, **solver_options)
     return Model(np.array(coef), intercept, classes, params, result.history)

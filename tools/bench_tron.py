@@ -1,0 +1,261 @@
+"""Benchmark of out-of-core TRON against LIBLINEAR, side by side in one run (issue 3).
+
+Prints, on one training file (and its test file):
+  (a) like for like: our TRON with squared hinge / logistic against LIBLINEAR -s 2 / -s 0,
+      the same C = 1 / (lambda n), eps and LIBLINEAR's stopping rule; ours from a page-cached
+      store, LIBLINEAR from memory; training time only;
+  (b) the paper's losses: TRON psi_G / psi_M at each sigma against LIBLINEAR -s 2: time,
+      iterations, CG steps, passes, test accuracy;
+  (c) pass rate: nonzeros per second of a Hessian-vector pass read from the store against
+      the same kernel on the in-memory matrix;
+  (d) out of core (with --ooc): a store several times larger than a memory cap, evicted from
+      the page cache, trained under ../shared/bin/run-capped: seconds per pass against the
+      store's size divided by the disk read rate measured in the same run, and peak memory;
+  (e) the convergence history of TRON psi_G with the forcing term xi_t = kappa ||grad||.
+
+Example:
+    python tools/bench_tron.py --train bench-data/news20.train.svm --test bench-data/news20.test.svm
+    python tools/bench_tron.py --train ... --ooc --ooc-gb 2 --cap-mb 500
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+
+from streamssvm import convert_svmlight, train_stream  # noqa: E402
+from streamssvm.data import InMemorySource, Store  # noqa: E402
+from streamssvm.objective import SmoothSVMObjective  # noqa: E402
+
+BIN = os.path.join(os.path.dirname(ROOT), "shared", "bin")
+
+
+def load_matrix(store_path):
+    """The whole store as a CSR matrix with int32 indices and labels +-1 (for LIBLINEAR)."""
+    with Store(store_path) as store:
+        X, y = store.read_rows(0, store.n_samples)
+    X = X.astype(np.float64)
+    X.indices = X.indices.astype(np.int32)
+    return X, y.astype(np.float64)
+
+
+def liblinear_train(X, y, solver, lam, eps):
+    """LIBLINEAR's training time and weights (labels +-1; w oriented for +1)."""
+    from liblinear.liblinearutil import parameter, problem, train
+
+    prob = problem(y, X)
+    param = parameter(f"-s {solver} -c {1.0 / (lam * X.shape[0])} -e {eps} -q")
+    start = time.perf_counter()
+    model = train(prob, param)
+    seconds = time.perf_counter() - start
+    w = np.array([model.w[j] for j in range(X.shape[1])])
+    if model.get_labels()[0] != 1:
+        w = -w
+    return seconds, w
+
+
+def accuracy(X, y, w):
+    return float(np.mean(np.where(X @ w > 0, 1.0, -1.0) == y)) if X is not None else float("nan")
+
+
+def ours(store_path, loss, sigma, lam, eps, threads=None, **options):
+    import numba
+
+    if threads:
+        numba.set_num_threads(threads)
+    model = train_stream(store_path, loss=loss, sigma=sigma, lam=lam, tol=eps, liblinear_tol=True,
+                         progress=False, n_threads=threads, **options)
+    if threads:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    return model
+
+
+def section_like_for_like(args, store, X, y, Xt, yt):
+    print("\n(a) like for like, eps = %g with LIBLINEAR's rule, lambda = %g" % (args.eps, args.lam))
+    print(f"{'loss':<14}{'peer':<16}{'peer s':>9}{'ours s':>9}{'ratio':>8}{'threads':>8}"
+          f"{'iters':>6}{'passes':>7}{'obj ours':>14}{'obj peer':>14}")
+    src = InMemorySource(X, y)
+    for loss, solver in (("squared_hinge", 2), ("logistic", 0)):
+        peer_s, peer_w = liblinear_train(X, y, solver, args.lam, args.eps)
+        peer_obj = SmoothSVMObjective(src, loss, args.lam).value(peer_w)
+        for threads in args.threads:
+            m = ours(store, loss, None, args.lam, args.eps, threads)
+            p = m.params
+            print(f"{loss:<14}{'LIBLINEAR -s %d' % solver:<16}{peer_s:>9.3f}{p['seconds']:>9.3f}"
+                  f"{p['seconds'] / peer_s:>8.2f}{threads:>8}{p['n_iter']:>6}{p['passes']:>7}"
+                  f"{p['objective']:>14.8g}{peer_obj:>14.8g}")
+
+
+def section_paper_losses(args, store, X, y, Xt, yt):
+    print("\n(b) the paper's losses against LIBLINEAR -s 2 (same eps rule, lambda = %g)" % args.lam)
+    peer_s, peer_w = liblinear_train(X, y, 2, args.lam, args.eps)
+    print(f"{'method':<26}{'seconds':>9}{'ratio':>8}{'iters':>6}{'CG':>6}{'passes':>7}"
+          f"{'cached':>7}{'test acc':>10}")
+    print(f"{'LIBLINEAR -s 2':<26}{peer_s:>9.3f}{1.0:>8.2f}{'':>6}{'':>6}{'':>7}{'':>7}"
+          f"{accuracy(Xt, yt, peer_w):>10.4f}")
+    for loss in ("psi_g", "psi_m"):
+        for sigma in args.sigmas:
+            for label, options in (("", {}), (" +prec", {"preconditioner": True})):
+                m = ours(store, loss, sigma, args.lam, args.eps, None, **options)
+                p, h = m.params, m.history
+                cg = sum(e["cg_steps"] for e in h)
+                name = f"TRON {loss} s=2^{np.log2(sigma):g}{label}"
+                print(f"{name:<26}{p['seconds']:>9.3f}{p['seconds'] / peer_s:>8.2f}{p['n_iter']:>6}"
+                      f"{cg:>6}{p['passes']:>7}{p.get('cached_sweeps', 0):>7}"
+                      f"{accuracy(Xt, yt, m.coef_):>10.4f}")
+
+
+def hv_pass_rate(source, objective_kwargs, repeats):
+    obj = SmoothSVMObjective(source, "logistic", 1e-5, cache_curved=False, **objective_kwargs)
+    state = obj.evaluate(np.zeros(obj.n_variables))  # logistic: every row has curvature
+    s = np.random.default_rng(0).standard_normal(obj.n_variables)
+    obj.hessp(state, s)
+    start = time.perf_counter()
+    for _ in range(repeats):
+        obj.hessp(state, s)
+    return source.nnz * repeats / (time.perf_counter() - start)
+
+
+def section_pass_rate(args, store, X, y):
+    print("\n(c) Hessian-vector pass rate, store (page cache) against the same kernel in memory")
+    with Store(store) as s:
+        rate_store = hv_pass_rate(s, {}, args.repeats)
+    rate_mem = hv_pass_rate(InMemorySource(X, y), {}, args.repeats)
+    print(f"store {rate_store / 1e6:.0f} M nonzeros/s, memory {rate_mem / 1e6:.0f} M nonzeros/s, "
+          f"ratio {rate_store / rate_mem:.2f} (target >= 0.7)")
+
+
+_CHILD = r"""
+import json, sys, time, numpy as np
+from streamssvm.data import Store
+from streamssvm.objective import SmoothSVMObjective
+from streamssvm.solvers import tron
+path, passes = sys.argv[1], int(sys.argv[2])
+with Store(path) as store:
+    obj = SmoothSVMObjective(store, "psi_g", 1e-5, sigma=2.0 ** -3, cache_curved=False)
+    w = np.zeros(obj.n_variables)
+    times = []
+    for _ in range(passes):
+        start = time.perf_counter(); obj.value(w); times.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    obj = SmoothSVMObjective(store, "psi_g", 1e-5, sigma=2.0 ** -3)
+    result = tron(obj, tol=0.01, liblinear_tol=True, max_iter=int(sys.argv[3]))
+    print(json.dumps(dict(pass_seconds=times, tron_seconds=time.perf_counter() - start,
+                          tron_passes=result.passes, tron_iters=result.n_iter,
+                          cached_sweeps=obj.cached_sweeps, w_head=result.w[:3].tolist())))
+"""
+
+_READ = r"""
+import sys, time
+start = time.perf_counter(); n = 0
+with open(sys.argv[1], "rb", buffering=0) as fh:
+    buf = bytearray(16 << 20)
+    while True:
+        k = fh.readinto(buf)
+        if not k: break
+        n += k
+print(n / (time.perf_counter() - start))
+"""
+
+
+def run_capped(cap_mb, code, *argv):
+    proc = subprocess.run([os.path.join(BIN, "run-capped"), str(cap_mb), sys.executable, "-c", code,
+                           *map(str, argv)], capture_output=True, text=True, check=True)
+    peak = next(int(t.split("=")[1]) for t in proc.stderr.split() if t.startswith("peak_mb="))
+    return proc.stdout.strip().splitlines()[-1], peak
+
+
+def section_out_of_core(args):
+    from make_synthetic import generate
+
+    os.makedirs(args.work, exist_ok=True)
+    text = os.path.join(args.work, f"ooc-{args.ooc_gb:g}g.svm")
+    store = text[:-4] + ".h5"
+    if not os.path.exists(store):
+        generate(text, target_bytes=int(args.ooc_gb * 2.6e9), seed=1)
+        convert_svmlight(text, store, overwrite=True, progress=False)
+        os.unlink(text)
+    size = os.path.getsize(store)
+    print(f"\n(d) out of core: store {size / 1e9:.2f} GB, memory cap {args.cap_mb} MB "
+          f"({size / 2**20 / args.cap_mb:.1f}x the cap), evicted before each run")
+    subprocess.run([os.path.join(BIN, "evict"), store], check=True)
+    disk, _ = run_capped(args.cap_mb, _READ, store)
+    disk = float(disk)
+    subprocess.run([os.path.join(BIN, "evict"), store], check=True)
+    out, peak = run_capped(args.cap_mb, _CHILD, store, args.repeats, args.ooc_iters)
+    r = json.loads(out)
+    per_pass = float(np.median(r["pass_seconds"]))
+    print(f"disk read rate (same cap, evicted): {disk / 1e9:.2f} GB/s")
+    print(f"seconds per pass: {per_pass:.3f} (median of {len(r['pass_seconds'])}) -> "
+          f"{size / per_pass / 1e9:.2f} GB/s, {size / per_pass / disk:.2f} of the disk rate "
+          f"(target >= 0.7)")
+    print(f"TRON psi_G sigma=2^-3 out of core: {r['tron_iters']} iterations, {r['tron_passes']} passes "
+          f"+ {r['cached_sweeps']} Hessian products from the in-memory curved rows, "
+          f"{r['tron_seconds']:.1f} s; peak memory {peak} MB (cap {args.cap_mb} MB)")
+
+
+def section_convergence(args, store):
+    print("\n(e) convergence of TRON psi_G (sigma = %g), xi_t = min(0.1, ||grad||)" % args.sigmas[0])
+    m = ours(store, "psi_g", args.sigmas[0], args.lam, 1e-10, None, forcing="quadratic", kappa=1.0,
+             max_iter=60)
+    print(f"{'iter':>5}{'objective':>22}{'||grad||':>12}{'CG':>5}{'log ratio':>11}")
+    accepted = [e for e in m.history if e["accepted"]]
+    for prev, e in zip([None] + accepted[:-1], accepted):
+        rate = ""
+        if prev is not None and prev["grad_norm"] < 1 and e["grad_norm"] > 0:
+            rate = f"{np.log(e['grad_norm']) / np.log(prev['grad_norm']):.2f}"
+        print(f"{e['iteration']:>5}{e['f']:>22.15g}{e['grad_norm']:>12.3e}{e['cg_steps']:>5}{rate:>11}")
+    print("(log ratio = log||g_k+1|| / log||g_k||: about 2 in the quadratic regime)")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--train", required=True, help="svmlight training file")
+    parser.add_argument("--test", help="svmlight test file (same width)")
+    parser.add_argument("--lam", type=float, default=1e-5)
+    parser.add_argument("--eps", type=float, default=0.01)
+    parser.add_argument("--sigmas", default="2^-3,2^-6",
+                        help="comma-separated sigmas for (b), as 2^k or numbers")
+    parser.add_argument("--threads", default="1,2", help="thread counts for (a)")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--ooc", action="store_true", help="run (d), the out-of-core section")
+    parser.add_argument("--ooc-gb", type=float, default=2.0, help="size of the out-of-core store")
+    parser.add_argument("--ooc-iters", type=int, default=30)
+    parser.add_argument("--cap-mb", type=int, default=400)
+    parser.add_argument("--work", default=os.path.join(ROOT, "bench-data"))
+    args = parser.parse_args(argv)
+    args.sigmas = [2.0 ** float(s[2:]) if s.startswith("2^") else float(s) for s in args.sigmas.split(",")]
+    args.threads = [int(t) for t in args.threads.split(",")]
+    print("command: python " + " ".join([os.path.relpath(__file__, ROOT)] + (argv or sys.argv[1:])))
+
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(args.train))) as tmp:
+        store = os.path.join(tmp, "train.h5")
+        convert_svmlight(args.train, store, progress=False)
+        X, y = load_matrix(store)
+        Xt = yt = None
+        if args.test:
+            test_store = os.path.join(tmp, "test.h5")
+            convert_svmlight(args.test, test_store, like=store, progress=False)
+            Xt, yt = load_matrix(test_store)
+        print(f"data: {args.train}: {X.shape[0]} x {X.shape[1]}, {X.nnz} nonzeros; "
+              f"store {os.path.getsize(store) / 1e6:.1f} MB (page cache)")
+        ours(store, "psi_g", 0.125, args.lam, args.eps, None, max_iter=2)  # compile / load caches
+        section_like_for_like(args, store, X, y, Xt, yt)
+        section_paper_losses(args, store, X, y, Xt, yt)
+        section_pass_rate(args, store, X, y)
+        section_convergence(args, store)
+    if args.ooc:
+        section_out_of_core(args)
+
+
+if __name__ == "__main__":
+    main()
