@@ -54,13 +54,14 @@ def _axpy_row(indptr, indices, data, i, coef, bias, out):
 
 @njit(cache=True, nogil=True)
 def _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta, lo, hi,
-                    curvature, out):
+                    margins, curvature, out):
     total = 0.0
     for i in range(lo, hi):
         yi = float(y[i])
-        value, slope, curv = derivatives(code, yi * _dot(indptr, indices, data, i, w, bias),
-                                         sigma, theta)
+        margin = yi * _dot(indptr, indices, data, i, w, bias)
+        value, slope, curv = derivatives(code, margin, sigma, theta)
         total += value
+        margins[i] = margin
         curvature[i] = curv
         if slope != 0.0:
             _axpy_row(indptr, indices, data, i, slope * yi, bias, out)
@@ -68,17 +69,18 @@ def _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta, lo, h
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def loss_grad(indptr, indices, data, y, w, bias, code, sigma, theta, curvature, out):
+def loss_grad(indptr, indices, data, y, w, bias, code, sigma, theta, margins, curvature, out):
     """Sum of psi(y_i x_i.w) over the block; adds sum psi'(.) y_i x_i into ``out``.
 
-    Writes psi''(y_i x_i.w) into ``curvature`` (n_rows,), the D of the Hessian X^T D X.
+    Writes the margins y_i x_i.w into ``margins`` and psi''(y_i x_i.w) into ``curvature``
+    (both of shape (n_rows,)); the curvature is the D of the Hessian X^T D X.
     """
     n_parts = out.shape[0]
     bounds = row_partition(indptr, n_parts)
     partial = np.zeros(n_parts)
     for t in prange(n_parts):
         partial[t] = _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta,
-                                     bounds[t], bounds[t + 1], curvature, out[t])
+                                     bounds[t], bounds[t + 1], margins, curvature, out[t])
     return partial.sum()
 
 
@@ -126,6 +128,15 @@ def decision(indptr, indices, data, w, bias, out):
     """out[i] = x_i.w (+ bias * w[-1]) for the block's rows."""
     for i in prange(indptr.shape[0] - 1):
         out[i] = _dot(indptr, indices, data, i, w, bias)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def loss_sum_along(margins, step_margins, alpha, code, sigma, theta):
+    """Sum of psi(m_i + alpha d_i): the loss along a line from cached margins, no data."""
+    total = 0.0
+    for i in prange(margins.shape[0]):
+        total += derivatives(code, margins[i] + alpha * step_margins[i], sigma, theta)[0]
+    return total
 
 
 @njit(cache=True, nogil=True, parallel=True)

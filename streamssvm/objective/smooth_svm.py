@@ -8,8 +8,10 @@ the value of the constant feature (``intercept_scaling``).
 Which call caches what
 ----------------------
 ``evaluate(w)`` makes one pass over the data and returns a :class:`PointState` holding
-L(w), the gradient and the per-row curvature D_ii = psi''(y_i x_i.w). ``hessp(state, s)``
-and ``hess_diag(state)`` use that state's D; they never recompute it. A solver that
+L(w), the gradient, the margins y_i x_i.w and the per-row curvature D_ii = psi''(y_i x_i.w).
+``hessp(state, s)`` and ``hess_diag(state)`` use that state's D; they never recompute it.
+``value_on_segment(state, trial, alpha)`` gives L between two evaluated points from their
+margins alone, without a pass (a line search's trial steps cost O(n)). A solver that
 rejects a trial point simply keeps the previous state: nothing in the objective is
 overwritten by a later ``evaluate``.
 
@@ -39,6 +41,7 @@ class PointState:
     w: np.ndarray
     f: float
     grad: np.ndarray
+    margins: np.ndarray
     curvature: np.ndarray
     curved_rows: list = None  # [(indptr, indices, data, curvature)] of rows with D_ii != 0
 
@@ -136,13 +139,14 @@ class SmoothSVMObjective:
     def evaluate(self, w):
         """One pass: L(w), grad L(w) and the curvature D at ``w``, as a PointState."""
         w = self._check(w)
-        loss, curvature = 0.0, np.empty(self.n_samples)
+        loss, margins, curvature = 0.0, np.empty(self.n_samples), np.empty(self.n_samples)
         code, sigma, theta = self.loss.code, self.loss.sigma, self.loss.theta
         curved, cached = [] if self.cache_curved else None, 0
         for b in self._pass():
-            rows = curvature[b.row_start:b.row_start + b.n_rows]
+            block_rows = slice(b.row_start, b.row_start + b.n_rows)
+            rows = curvature[block_rows]
             loss += kernels.loss_grad(b.indptr, b.indices, b.data, b.y, w, self.bias, code,
-                                      sigma, theta, rows, self._scatter)
+                                      sigma, theta, margins[block_rows], rows, self._scatter)
             if curved is not None:
                 part = kernels.gather_curved_rows(b.indptr, b.indices, b.data, rows)
                 cached += sum(a.nbytes for a in part)
@@ -150,10 +154,19 @@ class SmoothSVMObjective:
                     curved.append(part)
                 else:  # does not fit: Hessian-vector products will stream instead
                     curved = None
-        n = self.n_samples
-        f = 0.5 * self.lam * float(w[:self.n_features] @ w[:self.n_features]) + loss / n
-        grad = self._regularised(w) + self._merged() / n
-        return PointState(w, f, grad, curvature, curved)
+        grad = self._regularised(w) + self._merged() / self.n_samples
+        return PointState(w, self._total(w, loss), grad, margins, curvature, curved)
+
+    def _total(self, w, loss_sum):
+        """L(w) from the sum of the losses."""
+        return 0.5 * self.lam * float(w[:self.n_features] @ w[:self.n_features]) + loss_sum / self.n_samples
+
+    def value_on_segment(self, state, trial, alpha):
+        """L(w + alpha (w_trial - w)) for two evaluated states, from their margins: O(n), no pass."""
+        w = state.w + alpha * (trial.w - state.w)
+        loss = kernels.loss_sum_along(state.margins, trial.margins - state.margins, alpha,
+                                      self.loss.code, self.loss.sigma, self.loss.theta)
+        return self._total(w, loss)
 
     def _curved_blocks(self, state):
         """(indptr, indices, data, curvature) per block: the in-memory copy if there is
@@ -172,7 +185,7 @@ class SmoothSVMObjective:
         for b in self._pass():
             loss += kernels.loss_sum(b.indptr, b.indices, b.data, b.y, w, self.bias,
                                      self.loss.code, self.loss.sigma, self.loss.theta)
-        return 0.5 * self.lam * float(w[:self.n_features] @ w[:self.n_features]) + loss / self.n_samples
+        return self._total(w, loss)
 
     def hessp(self, state, s):
         """One pass: (lambda E + X^T D X / n) s with D from ``state``."""

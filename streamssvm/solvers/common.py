@@ -1,9 +1,13 @@
-"""What every solver shares: its result, the stopping threshold, the unconverged warning."""
+"""What every solver shares: its result, the stopping rule, the history, the warning."""
 
+import time
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+from tqdm.auto import tqdm
+
+PRECONDITIONER_WEIGHT = 0.01
 
 
 class ConvergenceWarning(UserWarning):
@@ -15,7 +19,8 @@ class SolverResult:
     """The minimiser found and how it was reached.
 
     ``history`` has one dict per iteration (trial steps included, with ``accepted``):
-    ``iteration``, ``f``, ``grad_norm``, ``cg_steps``, ``delta``, ``passes``, ``seconds``.
+    ``iteration``, ``f``, ``grad_norm``, ``cg_steps``, ``passes``, ``seconds`` and
+    solver-specific entries (TRON: ``delta``; line-search Newton: ``step``).
     """
 
     w: np.ndarray
@@ -48,6 +53,61 @@ def stopping_threshold(objective, grad0_norm, tol, abs_tol=None, liblinear_tol=F
     return threshold
 
 
-def warn_unconverged(solver, message, grad_norm, threshold):
-    warnings.warn(f"{solver} stopped unconverged ({message}): ||grad|| = {grad_norm:.3g} "
-                  f"> {threshold:.3g}", ConvergenceWarning, stacklevel=3)
+def diag_preconditioner(objective, state, enabled):
+    """M = 0.99 I + 0.01 diag(H) (Hsia, Chiang & Lin 2018), or I when not ``enabled``."""
+    if not enabled:
+        return np.ones(objective.n_variables)
+    return (1 - PRECONDITIONER_WEIGHT) + PRECONDITIONER_WEIGHT * objective.hess_diag(state)
+
+
+class Run:
+    """Book-keeping of a second-order solver: start point, stopping threshold, history,
+    progress bar and the final result. ``run.state`` is the current PointState."""
+
+    def __init__(self, name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress):
+        if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 0):
+            raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
+        self.name, self.objective, self.max_iter = name, objective, max_iter
+        self.start = time.perf_counter()
+        n = objective.n_variables
+        w = np.zeros(n) if w0 is None else np.array(w0, dtype=np.float64)
+        self.state = objective.evaluate(w)
+        grad0_norm = self.state.grad_norm if not np.any(w) else objective.evaluate(np.zeros(n)).grad_norm
+        self.threshold = stopping_threshold(objective, grad0_norm, tol, abs_tol, liblinear_tol)
+        self.history = []
+        self.iteration = 0
+        self.record(0, True)
+        self.bar = tqdm(total=max_iter, disable=not progress, unit="it", desc=name)
+
+    @property
+    def converged(self):
+        return self.state.grad_norm <= self.threshold
+
+    def record(self, cg_steps, accepted, **extra):
+        self.history.append(dict(iteration=self.iteration, f=self.state.f,
+                                 grad_norm=self.state.grad_norm, cg_steps=cg_steps,
+                                 passes=self.objective.passes,
+                                 seconds=time.perf_counter() - self.start, accepted=accepted,
+                                 **extra))
+
+    def accept(self, state):
+        """Move to ``state`` (a new iterate)."""
+        self.iteration += 1
+        self.state = state
+        self.bar.update(1)
+        self.bar.set_postfix(f=f"{state.f:.6g}", grad=f"{state.grad_norm:.3g}",
+                             passes=self.objective.passes)
+
+    def result(self, message):
+        self.bar.close()
+        converged = self.converged
+        if converged:
+            message = "converged"
+        else:
+            warnings.warn(f"{self.name} stopped unconverged ({message}): ||grad|| = "
+                          f"{self.state.grad_norm:.3g} > {self.threshold:.3g}", ConvergenceWarning,
+                          stacklevel=3)
+        return SolverResult(w=self.state.w, f=self.state.f, grad_norm=self.state.grad_norm,
+                            n_iter=self.iteration, converged=converged, message=message,
+                            passes=self.objective.passes, seconds=time.perf_counter() - self.start,
+                            history=self.history)

@@ -16,16 +16,12 @@ C.-Y. Hsia, W.-L. Chiang, C.-J. Lin, "Preconditioned conjugate gradient methods 
 Newton frameworks for large-scale linear classification", ACML 2018 (M = 0.99 I + 0.01 diag H).
 """
 
-import time
-
 import numpy as np
-from tqdm.auto import tqdm
 
-from .common import SolverResult, stopping_threshold, warn_unconverged
+from .common import Run, diag_preconditioner
 
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
 SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
-PRECONDITIONER_WEIGHT = 0.01
 
 
 def _trust_region_cg(objective, state, precond, delta, forcing):
@@ -81,7 +77,7 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     liblinear_tol : bool
         Multiply ``tol`` by max(min(#pos, #neg), 1) / n, as LIBLINEAR does for -s 0 / -s 2.
     max_iter : int
-        Maximum number of accepted Newton iterations.
+        Maximum number of accepted iterations.
     forcing : {"constant", "quadratic"}
         CG stops at ||r|| <= xi_t ||g|| with xi_t = xi, or xi_t = min(xi, kappa ||g||)
         (the quadratic regime of the paper's Theorem 4).
@@ -98,37 +94,20 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         raise ValueError(f"forcing must be 'constant' or 'quadratic', got {forcing!r}")
     if not 0 < xi < 1:
         raise ValueError(f"xi must be in (0, 1), got {xi}")
-    start = time.perf_counter()
-    n = objective.n_variables
-    w = np.zeros(n) if w0 is None else np.array(w0, dtype=np.float64)
-    state = objective.evaluate(w)
-    grad0_norm = state.grad_norm if not np.any(w) else objective.evaluate(np.zeros(n)).grad_norm
-    threshold = stopping_threshold(objective, grad0_norm, tol, abs_tol, liblinear_tol)
-
-    def precond_at(state):
-        if not preconditioner:
-            return np.ones(n)
-        return (1 - PRECONDITIONER_WEIGHT) + PRECONDITIONER_WEIGHT * objective.hess_diag(state)
-
-    precond = precond_at(state)
-    delta = np.sqrt(float(state.grad @ (state.grad / precond)))
-    history = [dict(iteration=0, f=state.f, grad_norm=state.grad_norm, cg_steps=0, delta=delta,
-                    passes=objective.passes, seconds=time.perf_counter() - start, accepted=True)]
-    bar = tqdm(total=max_iter, disable=not progress, unit="it", desc="tron")
-    iteration, message = 0, "max_iter reached"
-    converged = state.grad_norm <= threshold
-    if converged:
-        message = "converged"
-    while not converged and iteration < max_iter:
-        gnorm = state.grad_norm
-        xi_t = xi if forcing == "constant" else min(xi, kappa * gnorm)
+    run = Run("tron", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress)
+    precond = diag_preconditioner(objective, run.state, preconditioner)
+    delta = np.sqrt(float(run.state.grad @ (run.state.grad / precond)))
+    message = "max_iter reached"
+    while not run.converged and run.iteration < max_iter:
+        state = run.state
+        xi_t = xi if forcing == "constant" else min(xi, kappa * state.grad_norm)
         s, r, steps, on_boundary = _trust_region_cg(objective, state, precond, delta, xi_t)
-        trial = objective.evaluate(w + s)
+        trial = objective.evaluate(state.w + s)
         gs = float(state.grad @ s)
         predicted = -0.5 * (gs - float(s @ r))
         actual = state.f - trial.f
         snorm = np.sqrt(float(s @ (precond * s)))
-        if iteration == 0:
+        if run.iteration == 0:
             delta = min(delta, snorm)
         denom = trial.f - state.f - gs
         alpha = SIGMA3 if denom <= 0 else max(SIGMA1, -0.5 * gs / denom)
@@ -144,27 +123,15 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
             delta = max(delta, min(alpha * snorm, SIGMA3 * delta))
         accepted = actual > ETA0 * predicted
         if accepted:
-            iteration += 1
-            w, state = trial.w, trial
-            precond = precond_at(state)
-            converged = state.grad_norm <= threshold
-            bar.update(1)
-            bar.set_postfix(f=f"{state.f:.6g}", grad=f"{state.grad_norm:.3g}",
-                            passes=objective.passes)
-        history.append(dict(iteration=iteration, f=state.f, grad_norm=state.grad_norm,
-                            cg_steps=steps, delta=delta, passes=objective.passes,
-                            seconds=time.perf_counter() - start, accepted=accepted))
-        if converged:
-            message = "converged"
-        elif predicted <= 0:
+            run.accept(trial)
+            precond = diag_preconditioner(objective, trial, preconditioner)
+        run.record(steps, accepted, delta=delta)
+        if run.converged:
+            break
+        if predicted <= 0:
             message = "predicted reduction <= 0"
             break
-        elif abs(actual) <= 1e-12 * abs(state.f) and abs(predicted) <= 1e-12 * abs(state.f):
+        if abs(actual) <= 1e-12 * abs(run.state.f) and abs(predicted) <= 1e-12 * abs(run.state.f):
             message = "actual and predicted reductions too small"
             break
-    bar.close()
-    if not converged:
-        warn_unconverged("tron", message, state.grad_norm, threshold)
-    return SolverResult(w=w, f=state.f, grad_norm=state.grad_norm, n_iter=iteration,
-                        converged=converged, message=message, history=history,
-                        passes=objective.passes, seconds=time.perf_counter() - start)
+    return run.result(message)
