@@ -97,6 +97,7 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     run = Run("tron", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress)
     precond = diag_preconditioner(objective, run.state, preconditioner)
     delta = np.sqrt(float(run.state.grad @ (run.state.grad / precond)))
+    run.history[0]["delta"] = delta  # the start's record gets the initial trust radius too
     message = "max_iter reached"
     while not run.converged and run.iteration < max_iter:
         state = run.state
