@@ -1,0 +1,244 @@
+"""Tests of the data tools: tools/make_synthetic.py, tools/make_news20.py, tools/bench_convert.py."""
+
+import gzip
+import importlib
+import io
+import json
+import os
+import sys
+import tarfile
+
+import numpy as np
+import pytest
+
+sklearn_datasets = pytest.importorskip("sklearn.datasets")
+
+TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
+sys.path.insert(0, TOOLS)
+make_synthetic = importlib.import_module("make_synthetic")
+make_news20 = importlib.import_module("make_news20")
+bench_convert = importlib.import_module("bench_convert")
+
+NEWS20_TAR = make_news20.DEFAULT_TAR
+SMALL = dict(n_features=5000, min_nnz=50, max_nnz=200)
+
+
+def _load(path, n_features=None):
+    return sklearn_datasets.load_svmlight_file(os.fspath(path), n_features=n_features)
+
+
+def _rows_of(text):
+    """(label, indices, values) per line of svmlight text, parsed in plain Python."""
+    for line in text.decode("ascii").splitlines():
+        label, *pairs = line.split(" ")
+        idx = [int(p.split(":")[0]) for p in pairs]
+        val = [float(p.split(":")[1]) for p in pairs]
+        yield label, idx, val
+
+
+# ----------------------------------------------------------------------------------------
+# make_synthetic
+# ----------------------------------------------------------------------------------------
+
+def test_synthetic_is_reproducible_whatever_chunks_and_threads(tmp_path):
+    a, b, c, d = (tmp_path / f"{x}.svm" for x in "abcd")
+    make_synthetic.generate(a, n_rows=1500, seed=3, model_seed=4, **SMALL)
+    make_synthetic.generate(b, n_rows=1500, seed=3, model_seed=4, chunk_rows=97, n_threads=1,
+                            **SMALL)
+    make_synthetic.generate(c, n_rows=1500, seed=5, model_seed=4, **SMALL)
+    make_synthetic.generate(d, n_rows=1500, seed=3, model_seed=6, **SMALL)
+    assert a.read_bytes() == b.read_bytes()
+    assert a.read_bytes() != c.read_bytes()
+    assert a.read_bytes() != d.read_bytes()
+
+
+def test_synthetic_parses_with_the_requested_properties(tmp_path):
+    path = tmp_path / "s.svm"
+    stats = make_synthetic.generate(path, n_rows=3000, seed=1, model_seed=2, flip=0.05,
+                                    **SMALL)
+    X, y = _load(path, n_features=SMALL["n_features"])
+    assert X.shape == (3000, SMALL["n_features"])
+    assert stats["n_rows"] == 3000 and stats["nnz"] == X.nnz
+    assert stats["text_bytes"] == stats["file_bytes"] == os.path.getsize(path)
+    row_nnz = np.diff(X.indptr)
+    assert row_nnz.min() >= 50 and row_nnz.max() <= 200
+    assert 110 <= row_nnz.mean() <= 140  # uniform in 50..200
+    norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+    np.testing.assert_allclose(norms, 1.0, atol=1e-6)
+    assert (X.data > 0).all() and (X.data <= 1).all()
+    for r in range(X.shape[0]):  # strictly increasing indices within each row
+        assert (np.diff(X.indices[X.indptr[r]:X.indptr[r + 1]]) > 0).all()
+    assert set(np.unique(y)) == {-1.0, 1.0}
+    assert 0.4 < (y > 0).mean() < 0.6
+    assert stats["n_positive"] == int((y > 0).sum())
+    # Zipf-like: the most frequent feature is in many more rows than the median one
+    df = np.bincount(X.indices, minlength=X.shape[1])
+    assert df.max() > 20 * max(np.median(df), 1)
+    # labels and row lengths are written the svmlight way, one-based
+    first = path.read_bytes().split(b"\n", 1)[0]
+    assert first[:2] in (b"+1", b"-1") and b" 0:" not in first
+
+
+def test_synthetic_flip_changes_only_labels_at_the_requested_rate(tmp_path):
+    clean, noisy = tmp_path / "clean.svm", tmp_path / "noisy.svm"
+    make_synthetic.generate(clean, n_rows=4000, seed=7, flip=0.0, **SMALL)
+    stats = make_synthetic.generate(noisy, n_rows=4000, seed=7, flip=0.2, **SMALL)
+    Xc, yc = _load(clean, SMALL["n_features"])
+    Xn, yn = _load(noisy, SMALL["n_features"])
+    assert (Xc != Xn).nnz == 0
+    changed = (yc != yn).mean()
+    assert stats["n_flipped"] == int((yc != yn).sum())
+    assert abs(changed - 0.2) < 0.03
+    assert abs((yc > 0).mean() - 0.5) < 0.1  # pos_fraction 0.5 before flips
+
+
+def test_synthetic_target_bytes_reaches_the_size_and_is_a_prefix(tmp_path):
+    target = 300_000
+    small, big = tmp_path / "t.svm", tmp_path / "big.svm"
+    stats = make_synthetic.generate(small, target_bytes=target, chunk_rows=50, **SMALL)
+    size = os.path.getsize(small)
+    assert target <= size < target + 4000  # stops at the first row reaching the size
+    make_synthetic.generate(big, n_rows=stats["n_rows"] + 10, **SMALL)
+    assert big.read_bytes().startswith(small.read_bytes())
+    assert make_synthetic.parse_size("4G") == 4 << 30
+    assert make_synthetic.parse_size("200M") == 200 << 20
+    assert make_synthetic.parse_size("1.5GB") == int(1.5 * (1 << 30))
+
+
+def test_synthetic_test_file_shares_the_model_and_compressed_output(tmp_path):
+    path = tmp_path / "s.svm.gz"
+    stats = make_synthetic.generate(path, n_rows=800, test_fraction=0.25, flip=0.0,
+                                    noise=0.0, **SMALL)
+    test_path = tmp_path / "s.t.svm.gz"
+    assert stats["test"]["path"] == os.fspath(test_path) and stats["test"]["n_rows"] == 200
+    train_text = gzip.decompress(path.read_bytes())
+    test_text = gzip.decompress(test_path.read_bytes())
+    assert len(train_text) == stats["text_bytes"]
+    plain = tmp_path / "s.svm"
+    make_synthetic.generate(plain, n_rows=800, flip=0.0, noise=0.0, **SMALL)
+    assert plain.read_bytes() == train_text
+    assert test_text.split(b"\n")[0] != train_text.split(b"\n")[0]
+    # same hidden w*: a least-squares fit on the training rows predicts the test labels
+    Xtr, ytr = sklearn_datasets.load_svmlight_file(io.BytesIO(train_text), n_features=5000)
+    Xte, yte = sklearn_datasets.load_svmlight_file(io.BytesIO(test_text), n_features=5000)
+    from scipy.sparse.linalg import lsqr
+    w = lsqr(Xtr, ytr, damp=0.3)[0]
+    assert (np.sign(Xte @ w) == yte).mean() > 0.6
+
+
+def test_synthetic_float_format_matches_python_g_format():
+    rng = np.random.default_rng(0)
+    vals = np.concatenate([10 ** rng.uniform(-12, 12, 3000), rng.uniform(0, 1, 3000) + 1e-9,
+                           [1.0, 0.1, 1e-5, 9.9999996e-6, 0.99999999, 123456.7, 9999999.6]])
+    pow10 = 10 ** np.arange(19, dtype=np.int64)
+    pow10f = 10.0 ** np.arange(-40, 41)
+    for digits in (3, 7, 9):
+        buf = np.zeros(40, np.uint8)
+        for v in vals:
+            end = make_synthetic._write_float(buf, 0, v, digits, pow10, pow10f)
+            assert float(bytes(buf[:end])) == float(f"{v:.{digits}g}")
+
+
+def test_synthetic_cli(tmp_path, capsys):
+    out = tmp_path / "cli.svm"
+    make_synthetic.main([str(out), "--rows", "200", "--features", "3000", "--row-length",
+                         "lognormal", "--test-rows", "50", "--quiet", "--seed", "9"])
+    text = capsys.readouterr().out
+    assert "200 rows x 3,000 features" in text and "50 rows" in text
+    X, _ = _load(out, 3000)
+    assert X.shape == (200, 3000) and np.diff(X.indptr).min() >= 50
+    assert (tmp_path / "cli.t.svm").exists()
+
+
+# ----------------------------------------------------------------------------------------
+# make_news20
+# ----------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny_news20(tmp_path_factory):
+    if not os.path.exists(NEWS20_TAR):
+        pytest.skip(f"{NEWS20_TAR} not available")
+    out = tmp_path_factory.mktemp("news20")
+    summary = make_news20.build(NEWS20_TAR, out, max_per_group=4, verbose=False)
+    return out, summary
+
+
+def test_news20_tiny_subset_is_valid_svmlight_with_matching_widths(tiny_news20):
+    out, summary = tiny_news20
+    width = summary["train"]["n_features"]
+    Xtr, ytr = _load(out / "news20.train.svm")
+    assert Xtr.shape == (80, width)  # 4 posts x 20 groups; every term occurs in training
+    Xte, yte = _load(out / "news20.test.svm", n_features=width)
+    assert Xte.shape == (80, width)
+    assert summary["test"]["n_features"] == width
+    with open(out / "news20.meta.json") as f:
+        meta = json.load(f)
+    assert meta["train"]["n_features"] == meta["test"]["n_features"] == width
+    for X, y in ((Xtr, ytr), (Xte, yte)):
+        assert set(np.unique(y)) == {-1.0, 1.0}
+        assert (y > 0).sum() == 40  # 10 groups per class
+        nnz = np.diff(X.indptr)
+        norms = np.sqrt(np.asarray(X.multiply(X).sum(axis=1)).ravel())
+        np.testing.assert_allclose(norms[nnz > 0], 1.0, atol=1e-6)
+        assert np.allclose(X.data, np.repeat(1 / np.sqrt(np.maximum(nnz, 1)), nnz), rtol=1e-6)
+    assert Xtr.nnz == summary["train"]["nnz"] and Xte.nnz == summary["test"]["nnz"]
+    Xall, yall = _load(out / "news20.svm")
+    assert Xall.shape[0] == 160 and summary["combined"]["n_features"] == Xall.shape[1]
+    assert Xall.shape[1] >= width
+    np.testing.assert_array_equal(yall, np.concatenate([ytr, yte]))
+
+
+def test_news20_terms_and_labels():
+    terms = make_news20.post_terms(b"Subject: Hello\n\nHello, World 42!")
+    assert terms == {b"subject", b"hello", b"world", b"42", b"subject hello",
+                     b"hello hello", b"hello world", b"world 42"}
+    assert make_news20.post_terms(b"Subject: x\n\nab cd", strip_headers=True) == {
+        b"ab", b"cd", b"ab cd"}
+    assert make_news20.group_label("comp.graphics") == 1
+    assert make_news20.group_label("rec.autos") == 1
+    assert make_news20.group_label("misc.forsale") == 1
+    assert make_news20.group_label("sci.med") == -1
+    assert make_news20.group_label("talk.politics.guns") == -1
+    assert make_news20.group_label("alt.atheism") == -1
+    assert make_news20.group_label("soc.religion.christian") == -1
+
+
+def test_news20_empty_test_rows_are_kept(tmp_path):
+    tar_path = tmp_path / "mini.tar.gz"
+    posts = {"20news-bydate-train/comp.graphics/1": b"alpha beta",
+             "20news-bydate-train/sci.med/2": b"gamma delta",
+             "20news-bydate-test/comp.graphics/3": b"zzz yyy",
+             "20news-bydate-test/sci.med/4": b"gamma"}
+    with tarfile.open(tar_path, "w:gz") as tar:
+        for name, data in posts.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    summary = make_news20.build(tar_path, tmp_path, verbose=False, combined_vocab="train")
+    assert (tmp_path / "news20.test.svm").read_bytes() == b"+1\n-1 5:1\n"
+    assert summary["test"]["empty_rows"] == 1
+    assert (tmp_path / "news20.train.svm").read_bytes().startswith(b"+1 1:0.5773503 2:0.5773503")
+    X, y = _load(tmp_path / "news20.test.svm", n_features=summary["train"]["n_features"])
+    assert X.shape == (2, 6) and X.nnz == 1
+
+
+# ----------------------------------------------------------------------------------------
+# bench_convert (end to end, if the converter is there)
+# ----------------------------------------------------------------------------------------
+
+def test_bench_convert_side_by_side(tmp_path, capsys):
+    pytest.importorskip("streamssvm.data.convert")
+    src = tmp_path / "b.svm"
+    make_synthetic.generate(src, n_rows=300, **SMALL)
+    results = bench_convert.main([str(src), "--work-dir", str(tmp_path), "--warm"])
+    out = capsys.readouterr().out
+    assert "streamssvm convert_svmlight" in out and "sklearn load_svmlight_file" in out
+    sbs = results["side_by_side"]
+    assert sbs["ours"]["completed"] and sbs["sklearn"]["completed"]
+    assert sbs["ours"]["nnz"] == sbs["sklearn"]["nnz"] == make_synthetic_nnz(src)
+    assert not list(tmp_path.glob("*.h5"))  # the store was removed
+
+
+def make_synthetic_nnz(path):
+    X, _ = _load(path)
+    return X.nnz
