@@ -3,10 +3,11 @@
 The rows are written in chunks as they are generated, so memory stays bounded (three chunks
 of text, about 50 MB with the defaults) whatever the size of the output. The text bytes are
 produced by a Numba kernel (which releases the GIL) in one thread per core; the file is
-written, and compressed (``.gz``, ``.bz2``, ``.xz`` by extension; gzip level 6, bzip2 9, xz
-preset 1 unless ``--compress-level``), by a writer thread that overlaps with generation.
-Plain output runs at about 90-100 MB of text per CPU second, so over 100 MB/s with two free
-cores; compression is much slower (gzip about 10-20 MB/s, xz about 5) and then sets the pace.
+written, and compressed (``.gz``, ``.bz2``, ``.xz`` by extension; gzip level 1, bzip2 9, xz
+preset 1 unless ``--compress-level``: fast settings, as compression sets the pace), by
+a writer thread that overlaps with generation. Plain output runs at about 90-100 MB of text
+per CPU second, so over 100 MB/s with two free cores; gzip -1 manages about 40, gzip -6
+about 12, bzip2 about 10 and xz -1 about 4 (MB of text per CPU second, measured here).
 
 Model
 -----
@@ -507,7 +508,7 @@ class _Model:
 def _open_output(path, compress_level):
     path = os.fspath(path)
     if path.endswith(".gz"):
-        return gzip.open(path, "wb", compresslevel=6 if compress_level is None
+        return gzip.open(path, "wb", compresslevel=1 if compress_level is None
                          else compress_level)
     if path.endswith(".bz2"):
         return bz2.open(path, "wb", compresslevel=9 if compress_level is None
@@ -687,7 +688,7 @@ def generate(path, n_rows=None, target_bytes=None, n_features=50000, seed=0, mod
     chunk_rows : int
         Rows generated per chunk; memory is about 3 chunks of text.
     compress_level : int, optional
-        gzip/bz2 level or xz preset (defaults 6, 9 and 1).
+        gzip/bz2 level or xz preset (defaults 1, 9 and 1).
     n_threads : int, optional
         Threads generating in parallel (default: all cores).
     progress : bool
