@@ -1,0 +1,392 @@
+"""The objective oracle L(w) = lam/2 ||w_[:d]||^2 + (1/n) sum_i psi(y_i (x_i.w_[:d] + b w_d)).
+
+Checked against finite differences of itself, against an explicit dense numpy Hessian, and
+for invariance: one block vs many uneven blocks, an in-memory source vs a real HDF5 store
+(plain and gzip), one thread vs two.
+"""
+
+import io
+import lzma
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from streamssvm.data import InMemorySource, Store, StoreWriter
+from streamssvm.losses import get_loss
+from streamssvm.objective import SmoothSVMObjective
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+LOSSES = [
+    pytest.param("psi_g", 2.0 ** -3, id="psi_g-2^-3"),
+    pytest.param("psi_g", 2.0 ** -6, id="psi_g-2^-6"),
+    pytest.param("psi_m", 2.0 ** -3, id="psi_m-2^-3"),
+    pytest.param("squared_hinge", None, id="squared_hinge"),
+    pytest.param("logistic", None, id="logistic"),
+]
+INTERCEPTS = [pytest.param(0.0, id="no-intercept"), pytest.param(2.5, id="intercept-2.5")]
+DTYPES = [pytest.param(np.float64, id="f64"), pytest.param(np.float32, id="f32")]
+
+
+# ---------------------------------------------------------------- data and helpers
+
+def random_problem(n=300, d=40, density=0.2, dtype=np.float64, seed=0):
+    """Sparse X (some rows empty, a few dense columns) and labels in {-1, +1}."""
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=density, format="csr", random_state=rng,
+                  data_rvs=lambda k: rng.uniform(-1.0, 2.0, k)).astype(dtype)
+    keep = np.ones(n)
+    keep[rng.choice(n, size=n // 20, replace=False)] = 0.0  # some empty rows
+    X = sp.csr_matrix(sp.diags(keep) @ X).astype(dtype)
+    X.eliminate_zeros()
+    assert X.dtype == dtype
+    y = np.where(rng.random(n) < 0.4, 1.0, -1.0)
+    return X, y
+
+
+def a9a_subset(n_rows):
+    X, y = _load("a9a")
+    return X[:n_rows], y[:n_rows]
+
+
+_CACHE = {}
+
+
+def _load(name):
+    if name not in _CACHE:
+        from sklearn.datasets import load_svmlight_file
+        path = DATA / f"{name}.svm.xz"
+        if not path.exists():
+            pytest.skip(f"{path} not found")
+        X, y = load_svmlight_file(io.BytesIO(lzma.open(path).read()))
+        X = sp.csr_matrix(X)
+        X.indices = X.indices.astype(np.int32)
+        _CACHE[name] = (X, y)
+    return _CACHE[name]
+
+
+def write_store(path, X, y, compression=None, value_dtype=None, **blocking):
+    """A real store file holding X, y, cut as InMemorySource(**blocking) cuts it."""
+    source = InMemorySource(X, y, **blocking)
+    with StoreWriter(path, value_dtype=value_dtype or source.value_dtype.name,
+                     compression=compression) as writer:
+        for b in source.iter_blocks():
+            start, stop = int(b.indptr[0]), int(b.indptr[-1])
+            writer.add_block(b.indptr - start, b.indices[start:stop], b.data[start:stop], b.y)
+        writer.close(source.n_features, source.classes)
+    return path
+
+
+def point(objective, seed=1, scale=0.6):
+    """A point whose margins spread over the kinks of the losses (and a nonzero intercept)."""
+    rng = np.random.default_rng(seed)
+    w = rng.normal(scale=scale, size=objective.n_variables)
+    if objective.bias:
+        w[-1] = 0.3
+    return w
+
+
+def augmented(X, bias):
+    """X with the constant intercept column (the dense reference's design matrix)."""
+    X = X.astype(np.float64).toarray()
+    return np.hstack([X, np.full((X.shape[0], 1), bias)]) if bias else X
+
+
+def reference(X, y, loss_name, sigma, lam, bias, w):
+    """f, gradient and dense Hessian from numpy, independent of the kernels."""
+    loss = get_loss(loss_name, sigma)
+    Z = augmented(X, bias)
+    n = Z.shape[0]
+    psi, dpsi, d2psi = loss.derivatives(y * (Z @ w))
+    reg = np.ones(Z.shape[1])
+    if bias:
+        reg[-1] = 0.0
+    f = 0.5 * lam * np.sum(reg * w * w) + psi.mean()
+    grad = lam * reg * w + Z.T @ (dpsi * y) / n
+    hess = np.diag(lam * reg) + (Z.T * d2psi) @ Z / n
+    return f, grad, hess
+
+
+def assert_close_vec(actual, desired, rtol):
+    """Componentwise rtol, with an absolute floor of rtol * max|desired| for cancelled entries."""
+    np.testing.assert_allclose(actual, desired, rtol=rtol,
+                               atol=rtol * float(np.max(np.abs(desired))))
+
+
+def oracle_outputs(objective, w, s):
+    state = objective.evaluate(w)
+    return state.f, state.grad, objective.hessp(state, s), objective.hess_diag(state)
+
+
+def assert_same_oracle(a, b, rtol=1e-12):
+    fa, ga, ha, da = a
+    fb, gb, hb, db = b
+    assert fa == pytest.approx(fb, rel=rtol, abs=0)
+    assert_close_vec(ga, gb, rtol)
+    assert_close_vec(ha, hb, rtol)
+    assert_close_vec(da, db, rtol)
+
+
+# ---------------------------------------------------------------- derivatives
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("bias", INTERCEPTS)
+@pytest.mark.parametrize("loss, sigma", LOSSES)
+def test_gradient_against_five_point_differences(loss, sigma, bias, dtype):
+    X, y = random_problem(dtype=dtype, seed=3)
+    obj = SmoothSVMObjective(InMemorySource(X, y), loss, lam=1e-2, sigma=sigma,
+                             fit_intercept=bool(bias), intercept_scaling=bias or 1.0)
+    w = point(obj)
+    state = obj.evaluate(w)
+    assert obj.value(w) == pytest.approx(state.f, rel=1e-14)
+    rng = np.random.default_rng(7)
+    # small enough that (almost surely) no margin of these 300 rows crosses the squared
+    # hinge's kink; rounding is then eps * f / h ~ 1e-11
+    h = 1e-5
+    for _ in range(3):
+        v = rng.normal(size=obj.n_variables)
+        v /= np.linalg.norm(v)
+        f = [obj.value(w + k * h * v) for k in (-2, -1, 1, 2)]
+        fd = (f[0] - 8 * f[1] + 8 * f[2] - f[3]) / (12 * h)
+        assert abs(fd - state.grad @ v) <= 1e-7 * state.grad_norm + 1e-9, (fd, state.grad @ v)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("bias", INTERCEPTS)
+@pytest.mark.parametrize("loss, sigma", LOSSES)
+def test_hessian_vector_product_against_gradient_differences(loss, sigma, bias, dtype):
+    X, y = random_problem(dtype=dtype, seed=4)
+    obj = SmoothSVMObjective(InMemorySource(X, y), loss, lam=1e-2, sigma=sigma,
+                             fit_intercept=bool(bias), intercept_scaling=bias or 1.0)
+    w = point(obj, seed=2)
+    state = obj.evaluate(w)
+    rng = np.random.default_rng(8)
+    h = 1e-6  # the squared hinge's generalized Hessian is its Hessian off the kinks
+    for _ in range(3):
+        v = rng.normal(size=obj.n_variables)
+        hv = obj.hessp(state, v)
+        fd = (obj.evaluate(w + h * v).grad - obj.evaluate(w - h * v).grad) / (2 * h)
+        np.testing.assert_allclose(hv, fd, rtol=1e-5, atol=1e-6 * np.linalg.norm(hv))
+
+
+@pytest.mark.parametrize("bias", INTERCEPTS)
+@pytest.mark.parametrize("loss, sigma", LOSSES)
+def test_against_explicit_dense_hessian(loss, sigma, bias):
+    """f, g against numpy; Hv and the diagonal against X^T D X, and e_j^T H e_j."""
+    X, y = random_problem(n=60, d=12, density=0.4, seed=5)
+    lam = 0.05
+    obj = SmoothSVMObjective(InMemorySource(X, y), loss, lam=lam, sigma=sigma,
+                             fit_intercept=bool(bias), intercept_scaling=bias or 1.0)
+    w = point(obj, seed=3)
+    f, grad, hess = reference(X, np.where(y > 0, 1.0, -1.0), loss, sigma, lam, bias, w)
+    state = obj.evaluate(w)
+    assert state.f == pytest.approx(f, rel=1e-12)
+    assert_close_vec(state.grad, grad, 1e-12)
+    assert np.count_nonzero(state.curvature) > 0
+    s = np.random.default_rng(9).normal(size=obj.n_variables)
+    assert_close_vec(obj.hessp(state, s), hess @ s, 1e-12)
+    diag = obj.hess_diag(state)
+    assert_close_vec(diag, np.diag(hess), 1e-12)
+    unit_columns = np.array([obj.hessp(state, e)[j] for j, e in enumerate(np.eye(obj.n_variables))])
+    assert_close_vec(diag, unit_columns, 1e-12)
+
+
+# ---------------------------------------------------------------- invariance
+
+BLOCKINGS = [
+    pytest.param(dict(block_rows=1), id="rows-1"),
+    pytest.param(dict(block_rows=7), id="rows-7"),
+    pytest.param(dict(block_rows=1000), id="rows-1000"),
+    pytest.param(dict(block_nnz=13), id="nnz-13"),
+    pytest.param(dict(block_nnz=257), id="nnz-257"),
+]
+
+
+@pytest.mark.parametrize("blocking", BLOCKINGS)
+@pytest.mark.parametrize("loss, sigma, bias, dtype", [
+    pytest.param("psi_g", 2.0 ** -3, 0.0, np.float64, id="psi_g-f64"),
+    pytest.param("psi_g", 2.0 ** -3, 2.5, np.float32, id="psi_g-intercept-f32"),
+    pytest.param("squared_hinge", None, 1.0, np.float64, id="squared_hinge-intercept-f64"),
+    pytest.param("logistic", None, 0.0, np.float32, id="logistic-f32"),
+])
+def test_one_block_equals_many_uneven_blocks(loss, sigma, bias, dtype, blocking):
+    X, y = random_problem(n=131, d=40, dtype=dtype, seed=6)
+    kw = dict(lam=1e-3, sigma=sigma, fit_intercept=bool(bias), intercept_scaling=bias or 1.0)
+    whole = SmoothSVMObjective(InMemorySource(X, y), loss, **kw)
+    cut = SmoothSVMObjective(InMemorySource(X, y, **blocking), loss, **kw)
+    assert whole.source.n_blocks == 1
+    assert cut.source.n_blocks > 1 or blocking.get("block_rows") == 1000
+    w = point(whole)
+    s = np.random.default_rng(11).normal(size=whole.n_variables)
+    assert_same_oracle(oracle_outputs(cut, w, s), oracle_outputs(whole, w, s))
+    assert cut.value(w) == pytest.approx(whole.value(w), rel=1e-12, abs=0)
+
+
+def test_one_block_equals_many_blocks_on_a9a():
+    X, y = a9a_subset(6000)
+    kw = dict(lam=1e-4, sigma=2.0 ** -6, fit_intercept=True)
+    whole = SmoothSVMObjective(InMemorySource(X, y), "psi_g", **kw)
+    cut = SmoothSVMObjective(InMemorySource(X, y, block_nnz=5000), "psi_g", **kw)
+    assert cut.source.n_blocks > 10
+    w = point(whole, scale=0.3)
+    s = np.random.default_rng(12).normal(size=whole.n_variables)
+    assert_same_oracle(oracle_outputs(cut, w, s), oracle_outputs(whole, w, s))
+
+
+@pytest.mark.parametrize("compression", [None, "gzip"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("bias", INTERCEPTS)
+def test_store_file_equals_in_memory_source(tmp_path, compression, dtype, bias):
+    X, y = random_problem(n=503, d=40, dtype=dtype, seed=13)
+    path = write_store(tmp_path / "data.h5", X, y, compression=compression, block_rows=37)
+    kw = dict(lam=1e-3, sigma=2.0 ** -3, fit_intercept=bool(bias), intercept_scaling=bias or 1.0)
+    memory = SmoothSVMObjective(InMemorySource(X, y), "psi_m", **kw)
+    with Store(path) as store:
+        assert store.n_blocks == 14 and store.value_dtype == dtype
+        assert store.metadata["options"]["compression"] == compression
+        on_disk = SmoothSVMObjective(store, "psi_m", **kw)
+        w = point(memory)
+        s = np.random.default_rng(14).normal(size=memory.n_variables)
+        assert_same_oracle(oracle_outputs(on_disk, w, s), oracle_outputs(memory, w, s))
+        assert on_disk.value(w) == pytest.approx(memory.value(w), rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize("loss, sigma", [LOSSES[1], LOSSES[4]])
+def test_two_threads_equal_one_thread(loss, sigma):
+    X, y = a9a_subset(8000)
+    kw = dict(lam=1e-4, sigma=sigma, fit_intercept=True)
+    for blocking in (dict(), dict(block_nnz=20000)):
+        serial = SmoothSVMObjective(InMemorySource(X, y, **blocking), loss, n_threads=1, **kw)
+        threaded = SmoothSVMObjective(InMemorySource(X, y, **blocking), loss, n_threads=2, **kw)
+        w = point(serial, scale=0.3)
+        s = np.random.default_rng(15).normal(size=serial.n_variables)
+        assert_same_oracle(oracle_outputs(threaded, w, s), oracle_outputs(serial, w, s))
+        assert threaded.value(w) == pytest.approx(serial.value(w), rel=1e-12, abs=0)
+
+
+# ---------------------------------------------------------------- bookkeeping
+
+def test_every_oracle_call_is_one_pass():
+    X, y = random_problem(seed=16)
+    obj = SmoothSVMObjective(InMemorySource(X, y, block_rows=50), "psi_g", lam=1e-2)
+    w = point(obj)
+    assert obj.passes == 0
+    state = obj.evaluate(w)
+    assert obj.passes == 1
+    obj.hessp(state, w)
+    assert obj.passes == 2
+    obj.hess_diag(state)
+    assert obj.passes == 3
+    obj.value(w)
+    assert obj.passes == 4
+    for _ in range(3):
+        obj.hessp(state, w)
+    assert obj.passes == 7
+
+
+def test_store_passes_and_cached_curved_rows(tmp_path):
+    """On a store, hessp / hess_diag stream the file (one pass each) or, with the rows that
+    have curvature kept in memory, read nothing; both give the same numbers."""
+    X, y = random_problem(n=503, seed=22)
+    path = write_store(tmp_path / "data.h5", X, y, block_rows=40)
+    with Store(path) as store:
+        results = {}
+        for cache, cache_bytes in ((False, None), (True, None), (True, 0)):
+            obj = SmoothSVMObjective(store, "squared_hinge", lam=1e-2, fit_intercept=True,
+                                     cache_curved=cache, cache_bytes=cache_bytes)
+            w = point(obj)
+            state = obj.evaluate(w)
+            assert obj.passes == 1
+            assert 0 < np.count_nonzero(state.curvature) < X.shape[0]  # some rows are flat
+            s = np.random.default_rng(23).normal(size=obj.n_variables)
+            hv, diag = obj.hessp(state, s), obj.hess_diag(state)
+            in_memory = cache and cache_bytes is None
+            assert obj.passes == (1 if in_memory else 3)
+            assert obj.cached_sweeps == (2 if in_memory else 0)
+            obj.value(w)
+            assert obj.passes == (2 if in_memory else 4)
+            results[cache, cache_bytes] = (state.f, state.grad, hv, diag)
+        assert_same_oracle(results[True, None], results[False, None])
+        assert_same_oracle(results[True, 0], results[False, None])
+
+
+def test_state_is_not_overwritten_by_a_later_evaluate():
+    """hessp uses the curvature of the state it is given, not of the last evaluate."""
+    X, y = random_problem(seed=17)
+    obj = SmoothSVMObjective(InMemorySource(X, y), "psi_g", lam=1e-2)
+    w = point(obj)
+    first = obj.evaluate(w)
+    s = np.ones(obj.n_variables)
+    before = obj.hessp(first, s)
+    obj.evaluate(3 * w)
+    np.testing.assert_array_equal(obj.hessp(first, s), before)
+
+
+@pytest.mark.parametrize("bias", [1.0, 2.5])
+def test_intercept_is_not_regularised(bias):
+    X, y = random_problem(seed=18)
+    lam = 0.5  # large, so that a regularised intercept would show
+    obj = SmoothSVMObjective(InMemorySource(X, y), "psi_m", lam=lam, sigma=0.25,
+                             fit_intercept=True, intercept_scaling=bias)
+    assert obj.n_variables == X.shape[1] + 1
+    w = point(obj)
+    w[-1] = 4.0
+    ypm = np.where(y > 0, 1.0, -1.0)
+    margins = ypm * (X @ w[:-1] + bias * w[-1])
+    psi, dpsi, d2psi = get_loss("psi_m", 0.25).derivatives(margins)
+    state = obj.evaluate(w)
+    assert state.grad[-1] == pytest.approx(np.mean(dpsi * ypm * bias), rel=1e-12)
+    assert state.f == pytest.approx(0.5 * lam * w[:-1] @ w[:-1] + psi.mean(), rel=1e-12)
+    e_last = np.zeros(obj.n_variables)
+    e_last[-1] = 1.0
+    assert obj.hessp(state, e_last)[-1] == pytest.approx(np.mean(d2psi) * bias ** 2, rel=1e-12)
+    assert obj.hess_diag(state)[-1] == pytest.approx(np.mean(d2psi) * bias ** 2, rel=1e-12)
+    # every other coordinate is regularised
+    first_column = X[:, 0].toarray().ravel()
+    expected = lam * w[0] + np.mean(dpsi * ypm * first_column)
+    assert state.grad[0] == pytest.approx(expected, rel=1e-12)
+
+
+# ---------------------------------------------------------------- errors
+
+@pytest.mark.parametrize("lam", [0.0, -1e-3, float("nan"), float("inf")])
+def test_lambda_must_be_positive(lam):
+    X, y = random_problem(seed=19)
+    with pytest.raises(ValueError, match="lambda"):
+        SmoothSVMObjective(InMemorySource(X, y), "psi_g", lam=lam)
+
+
+@pytest.mark.parametrize("scaling", [0.0, -1.0])
+def test_intercept_scaling_must_be_positive(scaling):
+    X, y = random_problem(seed=19)
+    with pytest.raises(ValueError, match="intercept_scaling"):
+        SmoothSVMObjective(InMemorySource(X, y), "psi_g", lam=1e-3, fit_intercept=True,
+                           intercept_scaling=scaling)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_w_of_wrong_shape(fit_intercept):
+    X, y = random_problem(seed=20)
+    obj = SmoothSVMObjective(InMemorySource(X, y), "psi_g", lam=1e-3, fit_intercept=fit_intercept)
+    good = np.zeros(obj.n_variables)
+    state = obj.evaluate(good)
+    passes = obj.passes
+    for bad in (np.zeros(obj.n_variables + 1), np.zeros(obj.n_variables - 1),
+                np.zeros((1, obj.n_variables)), np.zeros(0)):
+        with pytest.raises(ValueError, match="shape"):
+            obj.evaluate(bad)
+        with pytest.raises(ValueError, match="shape"):
+            obj.value(bad)
+        with pytest.raises(ValueError, match="shape"):
+            obj.hessp(state, bad)
+    assert obj.passes == passes  # refused before reading any data
+
+
+def test_unknown_loss_and_bad_sigma():
+    X, y = random_problem(seed=21)
+    with pytest.raises(ValueError, match="unknown loss"):
+        SmoothSVMObjective(InMemorySource(X, y), "hinge_typo", lam=1e-3)
+    with pytest.raises(ValueError, match="sigma"):
+        SmoothSVMObjective(InMemorySource(X, y), "psi_g", lam=1e-3, sigma=0.0)
