@@ -8,10 +8,12 @@ Objective (Luo, Qiao & Zhang, "Learning with Smooth Hinge Losses")::
 __version__ = "0.1.0"
 
 from .api import train_stream
-from .data import InMemorySource, Store, StoreError, StoreWriter
+from .data import (InMemorySource, Store, StoreError, StoreWriter, SvmlightFormatError,
+                   convert_svmlight)
 from .losses import Loss, get_loss
 from .model import Model
 from .solvers import ConvergenceWarning
 
 __all__ = ["ConvergenceWarning", "InMemorySource", "Loss", "Model", "Store", "StoreError",
-           "StoreWriter", "get_loss", "train_stream", "__version__"]
+           "StoreWriter", "SvmlightFormatError", "convert_svmlight", "get_loss", "train_stream",
+           "__version__"]

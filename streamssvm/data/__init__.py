@@ -1,7 +1,10 @@
 """Data sources: the HDF5 store of CSR blocks, an in-memory twin, the svmlight converter."""
 
+from .convert import convert_svmlight
 from .memory import InMemorySource
 from .source import Block, BlockSource
 from .store import Store, StoreError, StoreWriter
+from .svmlight import SvmlightFormatError
 
-__all__ = ["Block", "BlockSource", "InMemorySource", "Store", "StoreError", "StoreWriter"]
+__all__ = ["Block", "BlockSource", "InMemorySource", "Store", "StoreError", "StoreWriter",
+           "SvmlightFormatError", "convert_svmlight"]

@@ -1,0 +1,424 @@
+"""The converter and the command line, on real files: text -> store -> same matrix as sklearn."""
+
+import hashlib
+import io
+import os
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from conftest import SHARED_FILES
+from streamssvm import Store, convert_svmlight
+from streamssvm.cli import main
+from streamssvm.data.convert import _stream
+from streamssvm.data.svmlight import BlockParser, SvmlightFormatError
+
+
+def load_store(path):
+    with Store(path) as store:
+        X, y = store.read_rows(0, store.n_samples)
+        return X, y, store.classes, store.metadata, store.row_offsets.copy()
+
+
+def assert_matches(path, Xs, ys, dtype=np.float64):
+    X, y, classes, meta, _ = load_store(path)
+    assert X.shape == Xs.shape
+    assert np.array_equal(X.indptr, Xs.indptr)
+    assert np.array_equal(X.indices, Xs.indices)
+    assert X.dtype == dtype
+    assert np.array_equal(X.data.view(np.uint8), Xs.data.astype(dtype).view(np.uint8))
+    assert np.array_equal(y, np.where(ys == classes[1], 1, -1).astype(np.int8))
+    assert set(np.unique(ys)) <= set(classes)
+    assert meta["n_positive"] == int(np.count_nonzero(ys == classes[1]))
+    return meta
+
+
+def same_store(a, b):
+    Xa, ya, ca, ma, oa = load_store(a)
+    Xb, yb, cb, mb, ob = load_store(b)
+    assert (Xa != Xb).nnz == 0 and np.array_equal(Xa.indices, Xb.indices)
+    assert np.array_equal(Xa.data.view(np.uint8), Xb.data.view(np.uint8))
+    assert np.array_equal(ya, yb) and ca == cb and np.array_equal(oa, ob)
+    for key in ("n_samples", "n_features", "nnz", "n_blocks", "n_positive", "value_dtype"):
+        assert ma[key] == mb[key], key
+
+
+# --- against scikit-learn -----------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(SHARED_FILES))
+def test_shared_data_round_trip(shared_data, sklearn_load, tmp_path, name):
+    src = shared_data / name
+    width = SHARED_FILES[name]
+    Xs, ys = sklearn_load(src, n_features=width)
+    out64, out32 = tmp_path / "x64.h5", tmp_path / "x32.h5"
+    summary = convert_svmlight(src, out64, n_features=width, value_dtype="float64",
+                               progress=False, block_nnz=1 << 17)
+    meta = assert_matches(out64, Xs, ys)
+    assert summary["n_blocks"] == meta["n_blocks"] > 1
+    assert meta["source_sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
+    assert meta["source_size"] == src.stat().st_size == summary["source_bytes"]
+    assert meta["source_name"] == name
+    convert_svmlight(src, out32, n_features=width, progress=False)
+    assert_matches(out32, Xs, ys, np.float32)
+
+
+def test_generated_round_trip(tmp_path, rng, make_svmlight, sklearn_load, write_text):
+    text = make_svmlight(rng, 2000, 300, density=0.03, labels=(0, 1), one_based=False,
+                         formats=("%r", "%.7g", "%.17g", "%d", "%.2e"))
+    src = write_text(text)
+    Xs, ys = sklearn_load(src)
+    summary = convert_svmlight(src, tmp_path / "a.h5", value_dtype="float64", block_nnz=1000,
+                               progress=False, _chunk_bytes=4096)
+    assert summary["zero_based"] and summary["classes"] == (0.0, 1.0)
+    assert summary["n_blocks"] > 10
+    assert_matches(tmp_path / "a.h5", Xs, ys)
+    convert_svmlight(src, tmp_path / "b.h5", block_nnz=1000, progress=False)
+    assert_matches(tmp_path / "b.h5", Xs, ys, np.float32)
+
+
+def test_summary(tmp_path, write_text):
+    text = b"1 1:1 2:2\n-1 3:1\n# c\n-1 5:1 4:1\n"
+    src = write_text(text, kind="gz")
+    s = convert_svmlight(src, tmp_path / "o.h5", progress=False)
+    assert s["n_samples"] == 3 and s["n_features"] == 5 and s["nnz"] == 5
+    assert s["n_blocks"] == 1 and s["classes"] == (-1.0, 1.0)
+    assert s["label_counts"] == (2, 1) and s["repaired_rows"] == 1
+    assert s["text_bytes"] == len(text) and s["source_bytes"] == src.stat().st_size
+    assert s["store_bytes"] == (tmp_path / "o.h5").stat().st_size
+    assert s["seconds"] > 0 and s["mb_per_s"] == pytest.approx(len(text) / 1e6 / s["seconds"])
+    with Store(tmp_path / "o.h5") as store:
+        options = store.metadata["options"]
+    assert options["repaired_rows"] == 1 and options["input_compression"] == "gzip"
+    assert options["zero_based"] is False and options["zero_based_option"] == "auto"
+
+
+def test_progress_prints_throughput(tmp_path, write_text, capsys):
+    convert_svmlight(write_text(b"1 1:1\n-1 2:1\n"), tmp_path / "o.h5")
+    err = capsys.readouterr().err
+    assert "2 rows x 2 features" in err and "MB/s of text" in err
+
+
+# --- inputs -------------------------------------------------------------------------------------
+def test_compressions_give_identical_stores(tmp_path, rng, make_svmlight, write_text):
+    text = make_svmlight(rng, 500, 100)
+    outs = []
+    for kind in (None, "gz", "bz2", "xz"):
+        src = write_text(text, name=f"in-{kind}.svm", kind=kind)
+        outs.append(tmp_path / f"{kind}.h5")
+        summary = convert_svmlight(src, outs[-1], block_nnz=500, progress=False)
+        assert summary["text_bytes"] == len(text)
+    for out in outs[1:]:
+        same_store(outs[0], out)
+
+
+def test_compression_detected_by_content(tmp_path, write_text):
+    src = write_text(b"1 1:1\n-1 2:1\n", name="no-extension", kind="gz")
+    os.rename(src, tmp_path / "plainname")
+    s = convert_svmlight(tmp_path / "plainname", tmp_path / "o.h5", progress=False)
+    assert s["n_samples"] == 2 and s["text_bytes"] == 13
+
+
+@pytest.mark.parametrize("zero_based, width, first_row", [
+    ("auto", 4, [2.0, 0, 0, 0]), (True, 4, [2.0, 0, 0, 0]), (False, None, None)])
+def test_zero_based_file(tmp_path, write_text, zero_based, width, first_row):
+    src = write_text(b"1 0:2\n-1 3:1\n")
+    if first_row is None:
+        with pytest.raises(SvmlightFormatError, match="line 1, column 3: index 0 < 1"):
+            convert_svmlight(src, tmp_path / "o.h5", zero_based=zero_based, progress=False)
+        return
+    convert_svmlight(src, tmp_path / "o.h5", zero_based=zero_based, progress=False)
+    X, _, _, meta, _ = load_store(tmp_path / "o.h5")
+    assert X.shape == (2, width) and X.toarray()[0].tolist() == first_row
+    assert meta["options"]["zero_based"] is True
+
+
+@pytest.mark.parametrize("zero_based, shape", [("auto", (2, 3)), (False, (2, 3)), (True, (2, 4))])
+def test_one_based_file(tmp_path, write_text, zero_based, shape):
+    convert_svmlight(write_text(b"1 1:2\n-1 3:1\n"), tmp_path / "o.h5", zero_based=zero_based,
+                     progress=False)
+    assert load_store(tmp_path / "o.h5")[0].shape == shape
+
+
+def test_auto_rewrites_blocks_written_before_a_late_zero(tmp_path, rng, make_svmlight,
+                                                         sklearn_load, write_text):
+    text = make_svmlight(rng, 3000, 200, empty_rows=False)  # one-based-looking
+    text += b"-1 0:0.5 7:1\n1 2:1\n"                           # ... until the end
+    src = write_text(text, kind="xz")
+    Xs, ys = sklearn_load(src)
+    out = tmp_path / "o.h5"
+    s = convert_svmlight(src, out, block_nnz=2000, value_dtype="float64", progress=False,
+                         _chunk_bytes=8192, compression="gzip", fletcher32=True)
+    assert s["zero_based"] and s["n_blocks"] > 5
+    assert_matches(out, Xs, ys)
+    # the same width rule as sklearn: index 0 makes every index one larger
+    assert s["n_features"] == Xs.shape[1]
+
+
+@pytest.mark.parametrize("text, classes, counts", [
+    (b"0 1:1\n1 2:1\n1 1:1\n", (0.0, 1.0), (1, 2)),
+    (b"2 1:1\n1 2:1\n2 1:1\n", (1.0, 2.0), (1, 2)),
+    (b"1 1:1\n-1 2:1\n-1 1:1\n", (-1.0, 1.0), (2, 1)),
+    (b"+1.0 1:1\n-1.0 2:1\n+1.0 1:1\n", (-1.0, 1.0), (1, 2)),
+    (b"1 1:1\n1 2:1\n", (-1.0, 1.0), (0, 2)),
+])
+def test_label_maps(tmp_path, write_text, sklearn_load, text, classes, counts):
+    src = write_text(text)
+    s = convert_svmlight(src, tmp_path / "o.h5", progress=False, block_rows=1)
+    assert s["classes"] == classes and s["label_counts"] == counts
+    Xs, ys = sklearn_load(src)
+    assert_matches(tmp_path / "o.h5", Xs, ys, np.float32)
+    with Store(tmp_path / "o.h5") as store:
+        assert store.label_counts() == counts
+
+
+FEATURES_TEXT = (b"# a comment line\n"
+                 b"1 qid:1 1:0.5 3:-2 # trailing comment\r\n"
+                 b"-1\n"                          # empty row
+                 b"\n"                            # blank line
+                 b"1\t7:1e-3\n"                   # one feature, tab
+                 b"-1 2:1 3:2 4:3 5:4 6:5\r\n"
+                 b"1 qid:2 2:0.25")                 # no trailing newline
+
+
+@pytest.mark.parametrize("block_rows", [1, 2, 4, None])
+def test_rows_blocks_and_grammar(tmp_path, write_text, sklearn_load, block_rows):
+    src = write_text(FEATURES_TEXT)
+    Xs, ys = sklearn_load(src)
+    out = tmp_path / "o.h5"
+    convert_svmlight(src, out, block_rows=block_rows, value_dtype="float64", progress=False)
+    assert_matches(out, Xs, ys)
+    rows = np.diff(load_store(out)[4])
+    if block_rows:
+        assert rows[:-1].tolist() == [block_rows] * (len(rows) - 1)
+        assert rows[-1] == 5 - block_rows * (len(rows) - 1)  # uneven last block
+
+
+def test_every_chunk_size(tmp_path, write_text, sklearn_load):
+    """Chunks that cut the lines at every position, down to 1 byte (shorter than any line)."""
+    src = write_text(FEATURES_TEXT)
+    Xs, ys = sklearn_load(src)
+    for chunk in range(1, len(FEATURES_TEXT) + 2):
+        parts = []
+        parser = BlockParser("t", lambda *a: parts.append([x.copy() for x in a]), block_rows=2)
+        prefetch = chunk % 2 == 0  # the reader thread, and reading in line
+        assert _stream(io.BytesIO(FEATURES_TEXT), parser, chunk, prefetch) == len(FEATURES_TEXT)
+        parser.finish()
+        X = sp.vstack([sp.csr_matrix((v, i, p), shape=(len(y), parser.n_features))
+                       for p, i, v, y in parts], format="csr")
+        assert (X != Xs).nnz == 0 and np.array_equal(X.indices, Xs.indices), chunk
+        classes, flip = parser.classes()
+        y = np.concatenate([p[3] for p in parts]) * (-1 if flip else 1)
+        assert classes == (-1.0, 1.0) and np.array_equal(y, np.where(ys > 0, 1, -1))
+    for chunk in (1, 5, 64):  # and the whole converter
+        out = tmp_path / f"o{chunk}.h5"
+        convert_svmlight(src, out, value_dtype="float64", progress=False, _chunk_bytes=chunk,
+                         block_rows=2)
+        assert_matches(out, Xs, ys)
+
+
+def test_line_longer_than_chunk(tmp_path, write_text, sklearn_load):
+    long_row = " ".join(f"{j}:{j}.5" for j in range(1, 3001))
+    text = f"1 1:1\n-1 {long_row}\n1 {long_row} # c\n-1 2:2\n".encode()
+    src = write_text(text, kind="bz2")
+    Xs, ys = sklearn_load(src)
+    convert_svmlight(src, tmp_path / "o.h5", value_dtype="float64", progress=False,
+                     _chunk_bytes=1000, block_nnz=100)
+    assert_matches(tmp_path / "o.h5", Xs, ys)
+
+
+def test_like_takes_width_and_classes(tmp_path, write_text):
+    train = write_text(b"0 1:1 5:1\n1 2:1\n", name="train.svm")
+    test = write_text(b"1 1:1\n1 2:1\n", name="test.svm")
+    convert_svmlight(train, tmp_path / "train.h5", progress=False)
+    s = convert_svmlight(test, tmp_path / "test.h5", like=tmp_path / "train.h5", progress=False)
+    assert s["n_features"] == 5 and s["classes"] == (0.0, 1.0) and s["label_counts"] == (0, 2)
+    bad = write_text(b"1 6:1\n", name="wide.svm")
+    with pytest.raises(SvmlightFormatError, match="wide.svm: line 1, column 3: index 6 is beyond"):
+        convert_svmlight(bad, tmp_path / "wide.h5", like=tmp_path / "train.h5", progress=False)
+    with pytest.raises(SvmlightFormatError, match="label '2' is neither"):
+        convert_svmlight(write_text(b"2 1:1\n", name="c.svm"), tmp_path / "c.h5",
+                         like=tmp_path / "train.h5", progress=False)
+    with pytest.raises(ValueError, match="contradicts"):
+        convert_svmlight(test, tmp_path / "x.h5", like=tmp_path / "train.h5", n_features=7)
+
+
+def test_options_recorded(tmp_path, write_text):
+    src = write_text(b"1 1:1\n-1 2:1\n")
+    convert_svmlight(src, tmp_path / "o.h5", compression="gzip", compression_level=6,
+                     fletcher32=True, value_dtype="float64", block_rows=1, progress=False)
+    with Store(tmp_path / "o.h5") as store:
+        options = store.metadata["options"]
+        assert store.value_dtype == np.float64
+    assert options["compression"] == "gzip" and options["compression_level"] == 6
+    assert options["fletcher32"] is True and options["block_rows"] == 1
+
+
+# --- bad input, no partial output ---------------------------------------------------------------
+BAD_FILES = [
+    (b"1 1:0.5\n-1 2:abc\n", 2, 6, "not a number"),
+    (b"1 1:1\n-1 3 4:1\n", 2, 4, "missing colon"),
+    (b"1 0:1\n", 1, 3, "index 0 < 1"),             # with zero_based=False below
+    (b"1 1:1\n1 2:1\n1 5:1\n", 3, 3, "beyond n_features=4"),  # with n_features=4
+    (b"1 1:inf\n", 1, 5, "NaN or infinite"),
+    (b"1 2:1 2:1\n", 1, 7, "appears twice"),
+    (b"1 qid:x 1:1\n", 1, 3, "qid"),
+    (b"1 1:1\n1,2 1:1\n", 2, 1, "multilabel"),
+    (b"1 1:1\n2 1:1\n3 1:1\n", 3, 1, "multiclass"),
+]
+
+
+@pytest.mark.parametrize("text, line, column, fragment", BAD_FILES)
+@pytest.mark.parametrize("kind", [None, "gz"])
+def test_bad_input(tmp_path, write_text, text, line, column, fragment, kind):
+    src = write_text(text, name="bad.svm", kind=kind)
+    dst = tmp_path / "out.h5"
+    kwargs = {"zero_based": False, "n_features": 4}
+    with pytest.raises(SvmlightFormatError) as info:
+        convert_svmlight(src, dst, progress=False, **kwargs)
+    message = str(info.value)
+    assert message.startswith(f"{src}: line {line}, column {column}: "), message
+    assert fragment in message
+    assert not dst.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == ".h5"] == []
+
+
+def test_error_after_blocks_were_written(tmp_path, rng, make_svmlight, write_text):
+    text = make_svmlight(rng, 3000, 50) + b"1 1:1 2:x\n"
+    src = write_text(text)
+    dst = tmp_path / "out.h5"
+    dst.write_bytes(b"previous content")
+    with pytest.raises(SvmlightFormatError, match="line 3001, column 9"):
+        convert_svmlight(src, dst, block_nnz=100, overwrite=True, progress=False,
+                         _chunk_bytes=4096)
+    assert dst.read_bytes() == b"previous content"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.svm", "out.h5"]
+
+
+def test_existing_output_kept_without_overwrite(tmp_path, write_text):
+    src = write_text(b"1 1:1\n-1 2:1\n")
+    dst = tmp_path / "out.h5"
+    dst.write_bytes(b"keep me")
+    with pytest.raises(FileExistsError, match="overwrite"):
+        convert_svmlight(src, dst, progress=False)
+    assert dst.read_bytes() == b"keep me"
+    convert_svmlight(src, dst, overwrite=True, progress=False)
+    assert load_store(dst)[0].shape == (2, 2)
+
+
+def test_single_unknown_label_and_empty_input(tmp_path, write_text):
+    with pytest.raises(SvmlightFormatError, match="every label is 3"):
+        convert_svmlight(write_text(b"3 1:1\n3 2:1\n"), tmp_path / "a.h5", progress=False)
+    s = convert_svmlight(write_text(b"3 1:1\n3 2:1\n", name="b.svm"), tmp_path / "b.h5",
+                         classes=(3, 4), progress=False)
+    assert s["label_counts"] == (2, 0)
+    with pytest.raises(SvmlightFormatError, match="no data lines"):
+        convert_svmlight(write_text(b"", name="e.svm"), tmp_path / "e.h5", progress=False)
+    assert not (tmp_path / "a.h5").exists() and not (tmp_path / "e.h5").exists()
+
+
+def test_corrupt_and_misnamed_compressed_input(tmp_path, write_text):
+    src = write_text(b"1 1:1\n-1 2:1\n" * 1000, kind="gz")
+    src.write_bytes(src.read_bytes()[:-30])
+    with pytest.raises(SvmlightFormatError, match="cannot decompress gzip"):
+        convert_svmlight(src, tmp_path / "o.h5", progress=False)
+    misnamed = write_text(b"1 1:1\n", name="plain.svm.xz")
+    with pytest.raises(SvmlightFormatError, match="does not start with the xz signature"):
+        convert_svmlight(misnamed, tmp_path / "o.h5", progress=False)
+    assert not (tmp_path / "o.h5").exists()
+
+
+def test_missing_input(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        convert_svmlight(tmp_path / "nope.svm", tmp_path / "o.h5", progress=False)
+    assert not (tmp_path / "o.h5").exists()
+
+
+KILL_SCRIPT = """
+import sys
+from streamssvm import convert_svmlight
+convert_svmlight(sys.argv[1], sys.argv[2], block_nnz=2000, progress=False, _chunk_bytes=4096)
+"""
+
+
+def test_killed_conversion_leaves_no_output(tmp_path, rng, make_svmlight, python, python_env):
+    src = tmp_path / "big.svm"
+    src.write_bytes(make_svmlight(rng, 2000, 2000, density=0.02) * 60)  # ~ 20 MB
+    dst = tmp_path / "out.h5"
+    proc = subprocess.Popen([python, "-c", KILL_SCRIPT, str(src), str(dst)], env=python_env,
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not any(p.name.startswith(".out.h5.tmp") for p in tmp_path.iterdir()):
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "finished before it could be killed"
+    assert not dst.exists()
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name not in ("big.svm",)]
+    assert all(name.startswith(".out.h5.tmp") for name in leftovers), leftovers
+
+
+# --- command line -------------------------------------------------------------------------------
+def run_cli(python, env, *args):
+    return subprocess.run([python, "-m", "streamssvm", *map(str, args)], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_cli_convert_and_info(tmp_path, write_text, python, python_env, capsys):
+    src = write_text(b"0 1:1 3:2\n1 2:1\n1 4:0.5\n", kind="xz")
+    out = tmp_path / "o.h5"
+    r = run_cli(python, python_env, "convert", src, out, "--float64", "--block-rows", "2",
+                "--compression", "gzip", "--fletcher32", "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "" and r.stderr == ""
+    r = run_cli(python, python_env, "info", out)
+    assert r.returncode == 0, r.stderr
+    info = dict(line.split(None, 1) if not line.startswith(("size", "source"))
+                else (line[:14].strip(), line[14:].strip()) for line in r.stdout.splitlines())
+    assert info["rows"] == "3" and info["features"] == "4" and info["nonzeros"] == "4"
+    assert info["density"] == "33.33%"
+    assert info["labels"] == "-1 is 0 (1 rows), +1 is 1 (2 rows)"
+    assert info["blocks"] == "2 (rows per block: min 1, mean 1.5, max 2)"
+    assert info["values"] == "float64" and info["compression"] == "gzip"
+    assert info["checksums"] == "fletcher32"
+    assert info["source"].startswith(src.name)
+    assert info["source sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
+    assert "created" in info and info["size on disk"].endswith(f"({out.stat().st_size:,} bytes)")
+
+    # again, in process: refused without --overwrite, with one line on stderr
+    assert main(["convert", str(src), str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("streamssvm: error: ") and "overwrite" in err
+    assert len(err.strip().splitlines()) == 1
+    assert main(["convert", str(src), str(out), "--overwrite", "--like", str(out),
+                 "--zero-based", "no"]) == 0
+    captured = capsys.readouterr()
+    assert "MB/s of text" in captured.err and captured.out.startswith(f"wrote {out}: 3 rows")
+
+
+def test_cli_errors(tmp_path, write_text, python, python_env, capsys):
+    bad = write_text(b"1 1:1\n-1 2:oops\n", name="bad.svm")
+    r = run_cli(python, python_env, "convert", bad, tmp_path / "o.h5", "--quiet")
+    assert r.returncode == 1 and not (tmp_path / "o.h5").exists()
+    assert r.stderr == f"streamssvm: error: {bad}: line 2, column 6: value 'oops' is not a number\n"
+
+    # the same entry point, in process
+    assert main(["info", str(tmp_path / "missing.h5")]) == 1
+    assert capsys.readouterr().err == (f"streamssvm: error: {tmp_path / 'missing.h5'}: "
+                                       f"No such file or directory\n")
+    assert main(["info", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert "not a readable HDF5 store" in err and len(err.strip().splitlines()) == 1
+    assert main(["convert", str(tmp_path / "missing.svm"), str(tmp_path / "o.h5")]) == 1
+    assert "No such file or directory" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main([])
+    assert exit_info.value.code == 2 and "usage" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["convert", "a", "b", "--like", "x", "--n-features", "3"])
+    assert exit_info.value.code == 2 and "not allowed with" in capsys.readouterr().err

@@ -1,0 +1,257 @@
+"""The HDF5 store: round trips, row ranges, block order, the in-memory twin, options, damage."""
+
+import os
+import shutil
+
+import h5py
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from streamssvm import InMemorySource, Store, StoreError, StoreWriter, convert_svmlight
+
+
+def random_csr(rng, n_rows=257, n_features=40, density=0.1, dtype=np.float64):
+    X = sp.random(n_rows, n_features, density=density, format="csr", random_state=rng,
+                  dtype=dtype)
+    X.indices = X.indices.astype(np.int32)
+    X.indptr = X.indptr.astype(np.int32)
+    y = np.where(rng.random(n_rows) < 0.4, 1, -1).astype(np.int8)
+    return X, y
+
+
+def write_store(path, X, y, offsets, n_features=None, classes=(-1.0, 1.0), **options):
+    with StoreWriter(path, **options) as writer:
+        for a, b in zip(offsets[:-1], offsets[1:]):
+            block = X[a:b]
+            writer.add_block(block.indptr, block.indices, block.data, y[a:b])
+        writer.close(n_features if n_features is not None else X.shape[1], classes,
+                     source={"name": "made-up.svm", "size": 123, "sha256": "ab" * 32},
+                     extra_options={"note": "test"})
+
+
+@pytest.fixture
+def stored(tmp_path, rng):
+    X, y = random_csr(rng)
+    offsets = [0, 100, 101, 101, 180, 257]  # uneven, with an empty block
+    path = tmp_path / "s.h5"
+    write_store(path, X, y, offsets)
+    return path, X, y, offsets
+
+
+def test_round_trip(stored):
+    path, X, y, offsets = stored
+    with Store(path) as store:
+        assert (store.n_samples, store.n_features, store.nnz) == (X.shape[0], X.shape[1], X.nnz)
+        assert store.n_blocks == len(offsets) - 1
+        assert store.row_offsets.tolist() == offsets
+        assert store.classes == (-1.0, 1.0)
+        assert store.value_dtype == np.float32
+        assert store.label_counts() == (int(np.sum(y < 0)), int(np.sum(y > 0)))
+        Z, yz = store.read_rows(0, store.n_samples)
+        meta = store.metadata
+    assert Z.dtype == np.float32
+    assert np.array_equal(Z.indptr, X.indptr) and np.array_equal(Z.indices, X.indices)
+    assert np.array_equal(Z.data, X.data.astype(np.float32))
+    assert np.array_equal(yz, y)
+    assert meta["source_name"] == "made-up.svm" and meta["source_size"] == 123
+    assert meta["source_sha256"] == "ab" * 32 and meta["options"]["note"] == "test"
+    assert meta["format"] == "streamssvm.csr-blocks" and meta["version"] == 1
+    assert meta["n_blocks"] == len(offsets) - 1 and meta["created"]
+
+
+def test_read_rows_across_blocks(stored):
+    path, X, y, offsets = stored
+    X32 = X.astype(np.float32)
+    with Store(path) as store:
+        for start, stop in [(0, 0), (0, 1), (99, 102), (100, 101), (101, 101), (50, 200),
+                            (179, 181), (256, 257), (0, 257), (257, 257), (101, 180)]:
+            Z, yz = store.read_rows(start, stop)
+            assert Z.shape == (stop - start, X.shape[1])
+            assert (Z != X32[start:stop]).nnz == 0, (start, stop)
+            assert np.array_equal(yz, y[start:stop])
+        for bad in [(-1, 3), (5, 3), (0, 258)]:
+            with pytest.raises(IndexError):
+                store.read_rows(*bad)
+
+
+def test_iter_blocks_in_given_order(stored):
+    path, X, y, offsets = stored
+    order = [3, 0, 4, 2, 0]
+    with Store(path) as store:
+        blocks = list(store.iter_blocks(order))
+        in_order = [b.index for b in store.iter_blocks()]
+        with pytest.raises(IndexError):
+            store.read_block(5)
+    assert in_order == [0, 1, 2, 3, 4]
+    assert [b.index for b in blocks] == order
+    for block in blocks:
+        a, b = offsets[block.index], offsets[block.index + 1]
+        assert block.row_start == a and block.n_rows == b - a
+        assert (block.to_csr(X.shape[1]) != X[a:b].astype(np.float32)).nnz == 0
+        assert np.array_equal(block.y, y[a:b])
+
+
+def rows_of(block, width):
+    M = block.to_csr(width)
+    return M.indptr.tolist(), M.indices.tolist(), M.data.tolist(), block.y.tolist()
+
+
+@pytest.mark.parametrize("block_rows, block_nnz", [(None, 100), (None, 1), (None, 1 << 19),
+                                                    (13, 1 << 19)])
+def test_in_memory_source_and_store_yield_identical_blocks(tmp_path, rng, make_svmlight,
+                                                           sklearn_load, write_text,
+                                                           block_rows, block_nnz):
+    src = write_text(make_svmlight(rng, 200, 60, labels=(1, 2)))
+    X, ylab = sklearn_load(src)
+    memory = InMemorySource(X, ylab, block_rows=block_rows, block_nnz=block_nnz,
+                            value_dtype=np.float32)
+    convert_svmlight(src, tmp_path / "s.h5", block_rows=block_rows, block_nnz=block_nnz,
+                     progress=False)
+    with Store(tmp_path / "s.h5") as store:
+        assert store.classes == memory.classes == (1.0, 2.0)
+        assert np.array_equal(store.row_offsets, memory.row_offsets)
+        assert store.label_counts() == memory.label_counts()
+        for a, b in zip(store.iter_blocks(), memory.iter_blocks()):
+            assert ((a.index, a.row_start, a.n_rows, a.nnz)
+                    == (b.index, b.row_start, b.n_rows, b.nnz))
+            assert rows_of(a, X.shape[1]) == rows_of(b, X.shape[1])
+            assert a.data.dtype == b.data.dtype == np.float32
+
+
+@pytest.mark.parametrize("options", [
+    {"compression": "gzip"}, {"compression": "gzip", "compression_level": 9},
+    {"compression": "lzf"}, {"fletcher32": True},
+    {"compression": "lzf", "fletcher32": True, "value_dtype": "float64"}])
+def test_options_recorded_and_readable(tmp_path, rng, options):
+    X, y = random_csr(rng, 500, 30)
+    path = tmp_path / "s.h5"
+    write_store(path, X, y, [0, 200, 500], **options)
+    with Store(path) as store:
+        recorded = store.metadata["options"]
+        Z, yz = store.read_rows(0, 500)
+        dtype = store.value_dtype
+    assert recorded["compression"] == options.get("compression")
+    assert recorded["compression_level"] == options.get("compression_level")
+    assert recorded["fletcher32"] == options.get("fletcher32", False)
+    assert recorded["value_dtype"] == options.get("value_dtype", "float32") == dtype.name
+    assert (Z != X.astype(dtype)).nnz == 0 and np.array_equal(yz, y)
+    with h5py.File(path, "r") as f:
+        ds = f["blocks/00000000/data"]
+        assert ds.compression == options.get("compression")
+        assert ds.fletcher32 == options.get("fletcher32", False)
+        if options.get("compression") == "gzip":
+            assert ds.compression_opts == options.get("compression_level", 4)
+
+
+def test_writer_leaves_nothing_on_error(tmp_path, rng):
+    X, y = random_csr(rng)
+    path = tmp_path / "s.h5"
+    with pytest.raises(RuntimeError):
+        with StoreWriter(path) as writer:
+            writer.add_block(X.indptr, X.indices, X.data, y)
+            raise RuntimeError("boom")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ValueError, match="n_features=3"):
+        with StoreWriter(path) as writer:
+            writer.add_block(X.indptr, X.indices, X.data, y)
+            writer.close(3, (-1, 1))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_writer_refuses_existing_output(tmp_path, rng):
+    X, y = random_csr(rng)
+    path = tmp_path / "s.h5"
+    path.write_bytes(b"old")
+    with pytest.raises(FileExistsError):
+        write_store(path, X, y, [0, X.shape[0]])
+    assert path.read_bytes() == b"old"
+    write_store(path, X, y, [0, X.shape[0]], overwrite=True)
+    with Store(path) as store:
+        assert store.n_samples == X.shape[0]
+
+
+def test_negate_labels(tmp_path, rng):
+    X, y = random_csr(rng)
+    path = tmp_path / "s.h5"
+    with StoreWriter(path) as writer:
+        writer.add_block(X[:50].indptr, X[:50].indices, X[:50].data, y[:50])
+        writer.add_block(X[50:].indptr, X[50:].indices, X[50:].data, y[50:])
+        writer.negate_labels()
+        writer.close(X.shape[1], (0.0, 1.0))
+    with Store(path) as store:
+        assert np.array_equal(store.read_rows(0, X.shape[0])[1], -y)
+        assert store.label_counts() == (int(np.sum(y > 0)), int(np.sum(y < 0)))
+
+
+# --- damaged or foreign files -----------------------------------------------------------------
+def test_not_hdf5(tmp_path):
+    path = tmp_path / "text.h5"
+    path.write_text("1 1:1\n")
+    with pytest.raises(StoreError, match=str(path)):
+        Store(path)
+
+
+def test_hdf5_but_not_a_store(tmp_path):
+    path = tmp_path / "other.h5"
+    with h5py.File(path, "w") as f:
+        f["x"] = np.arange(3)
+    with pytest.raises(StoreError, match=f"{path}: not a streamssvm store"):
+        Store(path)
+
+
+def test_truncated_store(stored, tmp_path):
+    path = stored[0]
+    for keep in (0.1, 0.5, 0.9):
+        damaged = tmp_path / f"trunc{keep}.h5"
+        data = path.read_bytes()
+        damaged.write_bytes(data[:int(len(data) * keep)])
+        with pytest.raises(StoreError, match=str(damaged)):
+            with Store(damaged) as store:
+                for _ in store.iter_blocks():
+                    pass
+
+
+def test_newer_version_and_inconsistent_metadata(stored, tmp_path):
+    path = stored[0]
+    newer = tmp_path / "newer.h5"
+    shutil.copy(path, newer)
+    with h5py.File(newer, "r+") as f:
+        f.attrs["version"] = 99
+    with pytest.raises(StoreError, match=f"{newer}: store format version 99 is newer"):
+        Store(newer)
+    bad = tmp_path / "bad.h5"
+    shutil.copy(path, bad)
+    with h5py.File(bad, "r+") as f:
+        f.attrs["n_samples"] = 5
+    with pytest.raises(StoreError, match=f"{bad}: block offsets disagree"):
+        Store(bad)
+
+
+def test_corrupt_block_contents(stored, tmp_path):
+    path = stored[0]
+    bad = tmp_path / "bad.h5"
+    shutil.copy(path, bad)
+    with h5py.File(bad, "r+") as f:
+        f["blocks/00000001/indices"][0] = 10_000
+    with Store(bad) as store:
+        store.read_block(0)
+        with pytest.raises(StoreError, match=f"{bad}: block 1: column index outside"):
+            store.read_block(1)
+
+
+def test_fletcher32_detects_flipped_bytes(tmp_path, rng):
+    X, y = random_csr(rng, 300, 30)
+    path = tmp_path / "s.h5"
+    write_store(path, X, y, [0, 300], fletcher32=True)
+    with h5py.File(path, "r") as f:
+        offset = f["blocks/00000000/data"].id.get_chunk_info(0).byte_offset
+    with open(path, "r+b") as fh:
+        fh.seek(offset + 16)
+        byte = fh.read(1)
+        fh.seek(offset + 16)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    with Store(path) as store:
+        with pytest.raises(StoreError, match=f"{path}: block 0 cannot be read"):
+            store.read_block(0)
+    assert os.path.exists(path)
