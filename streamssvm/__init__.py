@@ -7,6 +7,10 @@ Objective (Luo, Qiao & Zhang, "Learning with Smooth Hinge Losses")::
 
 __version__ = "0.1.0"
 
+from ._jit_cache import clear_stale_cache
+
+clear_stale_cache()
+
 from .api import train_stream
 from .data import (InMemorySource, Store, StoreError, StoreWriter, SvmlightFormatError,
                    convert_svmlight)

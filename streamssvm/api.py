@@ -83,7 +83,9 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     w = result.w
     coef = w[:objective.n_features]
     intercept = w[-1] * objective.bias if fit_intercept else 0.0
-    params = dict(loss=objective.loss.name, sigma=objective.loss.sigma, lam=objective.lam,
+    loss = objective.loss
+    params = dict(loss=loss.name, loss_spec=None if loss.is_family else loss.spec,
+                  sigma=loss.sigma, lam=objective.lam,
                   solver=solver, tol=tol, abs_tol=abs_tol, liblinear_tol=liblinear_tol,
                   max_iter=max_iter, fit_intercept=fit_intercept,
                   intercept_scaling=intercept_scaling, n_samples=objective.n_samples,

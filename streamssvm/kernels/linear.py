@@ -4,6 +4,9 @@ Every kernel takes raw arrays ``(indptr, indices, data, ...)`` of a block (``ind
 start at a nonzero offset) and an intercept feature value ``bias`` (0: no intercept; else
 every row has an extra feature of value ``bias`` whose weight is the last entry of ``w``).
 
+Losses are selected by ``code`` with scalar parameters ``sigma``, ``theta`` and an array
+``params`` (the table of a user-built family loss; empty for the named ones).
+
 Kernels that scatter into a d-vector take ``out`` of shape (n_parts, n_variables): the
 block's rows are cut into ``n_parts`` ranges of equal nonzeros, range ``t`` adds into
 ``out[t]`` only, and the caller sums the rows of ``out`` once per pass. ``n_parts = 1``
@@ -14,7 +17,7 @@ result equals the serial one up to the order of floating-point sums.
 import numpy as np
 from numba import njit, prange
 
-from ..losses._scalar import derivatives
+from ..losses._scalar import derivatives_with_params as derivatives
 
 
 @njit(cache=True, nogil=True)
@@ -53,13 +56,13 @@ def _axpy_row(indptr, indices, data, i, coef, bias, out):
 
 
 @njit(cache=True, nogil=True)
-def _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta, lo, hi,
+def _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta, params, lo, hi,
                     margins, curvature, out):
     total = 0.0
     for i in range(lo, hi):
         yi = float(y[i])
         margin = yi * _dot(indptr, indices, data, i, w, bias)
-        value, slope, curv = derivatives(code, margin, sigma, theta)
+        value, slope, curv = derivatives(code, margin, sigma, theta, params)
         total += value
         margins[i] = margin
         curvature[i] = curv
@@ -69,7 +72,8 @@ def _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta, lo, h
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def loss_grad(indptr, indices, data, y, w, bias, code, sigma, theta, margins, curvature, out):
+def loss_grad(indptr, indices, data, y, w, bias, code, sigma, theta, params, margins, curvature,
+              out):
     """Sum of psi(y_i x_i.w) over the block; adds sum psi'(.) y_i x_i into ``out``.
 
     Writes the margins y_i x_i.w into ``margins`` and psi''(y_i x_i.w) into ``curvature``
@@ -80,7 +84,7 @@ def loss_grad(indptr, indices, data, y, w, bias, code, sigma, theta, margins, cu
     partial = np.zeros(n_parts)
     for t in prange(n_parts):
         partial[t] = _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta,
-                                     bounds[t], bounds[t + 1], margins, curvature, out[t])
+                                     params, bounds[t], bounds[t + 1], margins, curvature, out[t])
     return partial.sum()
 
 
@@ -131,21 +135,21 @@ def decision(indptr, indices, data, w, bias, out):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def loss_sum_along(margins, step_margins, alpha, code, sigma, theta):
+def loss_sum_along(margins, step_margins, alpha, code, sigma, theta, params):
     """Sum of psi(m_i + alpha d_i): the loss along a line from cached margins, no data."""
     total = 0.0
     for i in prange(margins.shape[0]):
-        total += derivatives(code, margins[i] + alpha * step_margins[i], sigma, theta)[0]
+        total += derivatives(code, margins[i] + alpha * step_margins[i], sigma, theta, params)[0]
     return total
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def loss_sum(indptr, indices, data, y, w, bias, code, sigma, theta):
+def loss_sum(indptr, indices, data, y, w, bias, code, sigma, theta, params):
     """Sum of psi(y_i x_i.w) over the block (no gradient)."""
     total = 0.0
     for i in prange(indptr.shape[0] - 1):
         total += derivatives(code, float(y[i]) * _dot(indptr, indices, data, i, w, bias),
-                             sigma, theta)[0]
+                             sigma, theta, params)[0]
     return total
 
 

@@ -140,13 +140,14 @@ class SmoothSVMObjective:
         """One pass: L(w), grad L(w) and the curvature D at ``w``, as a PointState."""
         w = self._check(w)
         loss, margins, curvature = 0.0, np.empty(self.n_samples), np.empty(self.n_samples)
-        code, sigma, theta = self.loss.code, self.loss.sigma, self.loss.theta
+        code, sigma, theta, params = self.loss.code, self.loss.sigma, self.loss.theta, self.loss.params
         curved, cached = [] if self.cache_curved else None, 0
         for b in self._pass():
             block_rows = slice(b.row_start, b.row_start + b.n_rows)
             rows = curvature[block_rows]
             loss += kernels.loss_grad(b.indptr, b.indices, b.data, b.y, w, self.bias, code,
-                                      sigma, theta, margins[block_rows], rows, self._scatter)
+                                      sigma, theta, params, margins[block_rows], rows,
+                                      self._scatter)
             if curved is not None:
                 part = kernels.gather_curved_rows(b.indptr, b.indices, b.data, rows)
                 cached += sum(a.nbytes for a in part)
@@ -165,7 +166,8 @@ class SmoothSVMObjective:
         """L(w + alpha (w_trial - w)) for two evaluated states, from their margins: O(n), no pass."""
         w = state.w + alpha * (trial.w - state.w)
         loss = kernels.loss_sum_along(state.margins, trial.margins - state.margins, alpha,
-                                      self.loss.code, self.loss.sigma, self.loss.theta)
+                                      self.loss.code, self.loss.sigma, self.loss.theta,
+                                      self.loss.params)
         return self._total(w, loss)
 
     def _curved_blocks(self, state):
@@ -184,7 +186,8 @@ class SmoothSVMObjective:
         loss = 0.0
         for b in self._pass():
             loss += kernels.loss_sum(b.indptr, b.indices, b.data, b.y, w, self.bias,
-                                     self.loss.code, self.loss.sigma, self.loss.theta)
+                                     self.loss.code, self.loss.sigma, self.loss.theta,
+                                     self.loss.params)
         return self._total(w, loss)
 
     def hessp(self, state, s):

@@ -1,0 +1,110 @@
+"""Line-search Newton against TRON, segment values from margins, the curved-row cache."""
+
+import lzma
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_svmlight_file
+
+from streamssvm.data import InMemorySource, Store, StoreWriter
+from streamssvm.objective import SmoothSVMObjective
+from streamssvm.solvers import newton, tron
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(scope="module")
+def a9a():
+    with lzma.open(DATA / "a9a.svm.xz") as fh:
+        X, y = load_svmlight_file(fh, n_features=123)
+    X = X[:8000].astype(np.float64)
+    X.indices = X.indices.astype(np.int32)
+    return X, y[:8000]
+
+
+@pytest.fixture(scope="module")
+def a9a_store(a9a, tmp_path_factory):
+    """The same rows as an HDF5 store of uneven blocks."""
+    path = tmp_path_factory.mktemp("store") / "a9a.h5"
+    source = InMemorySource(*a9a, block_rows=777)
+    with StoreWriter(path, value_dtype="float64") as writer:
+        for b in source.iter_blocks():
+            lo, hi = b.indptr[0], b.indptr[-1]
+            writer.add_block(b.indptr - lo, b.indices[lo:hi], b.data[lo:hi], b.y)
+        writer.close(source.n_features, source.classes)
+    return path
+
+
+@pytest.mark.parametrize("loss,sigma", [("squared_hinge", None), ("logistic", None),
+                                        ("psi_g", 2.0 ** -3), ("psi_m", 2.0 ** -6)])
+def test_newton_reaches_trons_optimum(a9a, loss, sigma):
+    source = InMemorySource(*a9a)
+    results = [solver(SmoothSVMObjective(source, loss, 1e-4, sigma=sigma), tol=1e-6)
+               for solver in (tron, newton)]
+    assert all(r.converged for r in results)
+    assert results[1].f == pytest.approx(results[0].f, rel=1e-9)
+    # lambda-strong convexity: ||w - w*|| <= ||grad L(w)|| / lambda for both
+    assert np.linalg.norm(results[1].w - results[0].w) <= sum(r.grad_norm for r in results) / 1e-4
+
+
+def test_newton_objective_decreases_and_backtracks(a9a):
+    """psi_G at a tiny sigma makes full Newton steps fail: backtracking must take over and
+    every accepted step must decrease the objective by Armijo's rule."""
+    objective = SmoothSVMObjective(InMemorySource(*a9a), "psi_g", 1e-4, sigma=2.0 ** -12)
+    result = newton(objective, tol=1e-6, max_iter=200)
+    accepted = [h for h in result.history if h["accepted"]]
+    values = [h["f"] for h in accepted]
+    assert all(b < a for a, b in zip(values, values[1:]))
+    assert any(h["step"] < 1.0 for h in accepted[1:])
+
+
+def test_value_on_segment_equals_a_pass(a9a):
+    objective = SmoothSVMObjective(InMemorySource(*a9a), "psi_g", 1e-4, sigma=2.0 ** -4,
+                                   fit_intercept=True)
+    rng = np.random.default_rng(0)
+    w0, w1 = rng.standard_normal((2, objective.n_variables)) * 0.1
+    s0, s1 = objective.evaluate(w0), objective.evaluate(w1)
+    for alpha in (0.0, 0.3, 1.0, 1.7):
+        expected = objective.value(w0 + alpha * (w1 - w0))
+        assert objective.value_on_segment(s0, s1, alpha) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("loss,sigma", [("squared_hinge", None), ("psi_g", 2.0 ** -6)])
+def test_curved_row_cache_gives_the_same_iterates_with_fewer_passes(a9a_store, loss, sigma):
+    runs = {}
+    for cache, budget in ((False, None), (True, None), (True, 0)):
+        with Store(a9a_store) as store:
+            # one thread: the same rows are summed in the same order with or without the
+            # cache, so the iterates agree to the last bit (with two threads the rows are
+            # split differently and CG amplifies the rounding on this ill-conditioned set)
+            objective = SmoothSVMObjective(store, loss, 1e-4, sigma=sigma, cache_curved=cache,
+                                           cache_bytes=budget, n_threads=1)
+            runs[cache, budget] = (tron(objective, tol=1e-6), objective.cached_sweeps)
+    plain, _ = runs[False, None]
+    cached, sweeps = runs[True, None]
+    streamed, streamed_sweeps = runs[True, 0]  # budget too small: falls back to passes
+    np.testing.assert_allclose(cached.w, plain.w, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(streamed.w, plain.w, rtol=1e-12, atol=1e-14)
+    cg_steps = sum(h["cg_steps"] for h in plain.history)
+    assert sweeps == cg_steps and streamed_sweeps == 0
+    assert cached.passes == plain.passes - cg_steps
+    assert streamed.passes == plain.passes
+
+
+def test_curved_rows_are_the_rows_with_curvature(a9a):
+    """squared hinge: exactly the rows with margin < 1 are kept."""
+    objective = SmoothSVMObjective(InMemorySource(*a9a, block_rows=1000), "squared_hinge", 1e-4,
+                                   cache_curved=True)
+    w = np.random.default_rng(1).standard_normal(objective.n_variables) * 0.3
+    state = objective.evaluate(w)
+    kept = sum(len(part[3]) for part in state.curved_rows)
+    assert kept == np.count_nonzero(state.margins < 1) > 0
+    assert all(np.all(part[3] == 2.0) for part in state.curved_rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        hv = objective.hessp(state, np.ones(objective.n_variables))
+    objective.cache_curved = False
+    reference = objective.hessp(objective.evaluate(w), np.ones(objective.n_variables))
+    np.testing.assert_allclose(hv, reference, rtol=1e-12)
