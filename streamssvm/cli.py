@@ -17,7 +17,8 @@ from . import __version__
 from .data.store import Store, StoreError
 from .data.svmlight import SvmlightFormatError
 
-USER_ERRORS = (SvmlightFormatError, StoreError, FileNotFoundError, FileExistsError,
+# ValueError: what the library raises on bad arguments or inputs (its messages say which)
+USER_ERRORS = (SvmlightFormatError, StoreError, ValueError, FileNotFoundError, FileExistsError,
                IsADirectoryError, NotADirectoryError, PermissionError)
 
 
@@ -129,6 +130,121 @@ def cmd_info(args):
     return 0
 
 
+# --- train ------------------------------------------------------------------------------------
+def _add_train(subparsers):
+    from .losses import LOSS_NAMES
+    from .solvers import SOLVERS
+
+    p = subparsers.add_parser(
+        "train", help="train a linear classifier on a store",
+        description="Minimise lambda/2 ||w||^2 + (1/n) sum psi(y_i w.x_i), streaming the store.")
+    p.add_argument("store", metavar="STORE")
+    p.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file (.npz)")
+    p.add_argument("--loss", default="psi_g",
+                   help=f"{', '.join(LOSS_NAMES)}, or NAME:key=value,... (default %(default)s)")
+    p.add_argument("--sigma", type=float, help="smoothing width of psi_g / psi_m (default 2^-3)")
+    p.add_argument("--lam", type=float, default=1e-5, help="lambda (default %(default)s)")
+    p.add_argument("--solver", choices=tuple(SOLVERS), default="tron")
+    p.add_argument("--tol", type=float, default=0.01,
+                   help="stop at ||grad|| <= tol ||grad at 0|| (default %(default)s)")
+    p.add_argument("--abs-tol", type=float, help="also stop at ||grad|| <= this")
+    p.add_argument("--liblinear-tol", action="store_true",
+                   help="scale tol by max(min(#pos, #neg), 1)/n as LIBLINEAR does")
+    p.add_argument("--max-iter", type=_positive_int, default=1000)
+    p.add_argument("--intercept", action="store_true", help="fit an unregularised intercept")
+    p.add_argument("--preconditioner", action="store_true",
+                   help="diagonal preconditioner for CG (tron; newton always uses it)")
+    p.add_argument("--forcing", choices=("constant", "quadratic"), default="constant",
+                   help="tron's CG forcing term: 0.1, or min(0.1, ||grad||) (quadratic regime)")
+    p.add_argument("--threads", type=_positive_int, help="kernel threads (default: all cores)")
+    p.add_argument("--overwrite", action="store_true", help="replace MODEL if it exists")
+    p.add_argument("--quiet", action="store_true", help="no progress bars, no summary")
+    p.set_defaults(func=cmd_train)
+
+
+def cmd_train(args):
+    from .api import train_stream
+
+    if os.path.exists(args.output) and not args.overwrite:
+        raise FileExistsError(errno.EEXIST, "exists (pass --overwrite to replace it)", args.output)
+    options = {}
+    if args.solver == "tron":
+        options = dict(preconditioner=args.preconditioner, forcing=args.forcing)
+    model = train_stream(args.store, loss=args.loss, sigma=args.sigma, lam=args.lam,
+                         solver=args.solver, tol=args.tol, abs_tol=args.abs_tol,
+                         liblinear_tol=args.liblinear_tol, max_iter=args.max_iter,
+                         fit_intercept=args.intercept, n_threads=args.threads,
+                         progress=not args.quiet, **options)
+    model.save(args.output, overwrite=args.overwrite)
+    if not args.quiet:
+        p = model.params
+        print(f"{p['solver']} {'converged' if p['converged'] else 'stopped: ' + p['message']} in "
+              f"{p['n_iter']} iterations, {p['passes']} passes, {p['seconds']:.2f} s; objective "
+              f"{p['objective']:.8g}, ||grad|| {p['grad_norm']:.3g}; wrote {args.output}")
+    return 0
+
+
+# --- predict ----------------------------------------------------------------------------------
+def _add_predict(subparsers):
+    p = subparsers.add_parser(
+        "predict", help="apply a model to a store: accuracy, and predictions on request",
+        description="Stream STORE through MODEL and print the accuracy against the store's "
+                    "labels; with -o, write one prediction per line (the original labels).")
+    p.add_argument("model", metavar="MODEL")
+    p.add_argument("store", metavar="STORE")
+    p.add_argument("-o", "--output", metavar="FILE", help="write predictions here")
+    p.add_argument("--decision", action="store_true",
+                   help="write decision values instead of labels")
+    p.add_argument("--overwrite", action="store_true", help="replace FILE if it exists")
+    p.set_defaults(func=cmd_predict)
+
+
+def cmd_predict(args):
+    from ._atomic import atomic_output
+    from .model import Model
+
+    model = Model.load(args.model)
+    with Store(args.store) as store:
+        decision, labels = model.decision_and_labels(store)
+    accuracy = float(np.mean((decision > 0) == (labels > 0))) if len(labels) else float("nan")
+    print(f"accuracy {accuracy:.4f} on {len(labels):,} rows of {args.store}")
+    if args.output:
+        values = decision if args.decision else model.classes_[(decision > 0).astype(np.intp)]
+        with atomic_output(args.output, overwrite=args.overwrite) as tmp:
+            np.savetxt(tmp, values, fmt="%.17g" if args.decision else "%g")
+    return 0
+
+
+# --- losses, demo -----------------------------------------------------------------------------
+def _add_losses(subparsers):
+    p = subparsers.add_parser("losses", help="list the losses, one line each")
+    p.set_defaults(func=cmd_losses)
+
+
+def cmd_losses(args):
+    from .losses import describe_losses
+
+    print("\n".join(describe_losses()))
+    return 0
+
+
+def _add_demo(subparsers):
+    p = subparsers.add_parser(
+        "demo", help="the main job on the shipped a9a data: convert, train, test",
+        description="Convert the shipped a9a train/test files to stores, print the store "
+                    "summary, train psi_G by TRON, print train and test accuracy.")
+    p.add_argument("--workdir", help="keep the stores here (default: a temporary folder)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_demo)
+
+
+def cmd_demo(args):
+    from .demo import run_demo
+
+    run_demo(args.workdir, progress=not args.quiet)
+    return 0
+
+
 def _size(n):
     if n is None or n < 0:
         return "unknown size"
@@ -142,7 +258,7 @@ def _size(n):
     return f"{n:,} bytes" if unit == "bytes" else f"{value:.1f} {unit} ({n:,} bytes)"
 
 
-SUBCOMMANDS = [_add_convert, _add_info]
+SUBCOMMANDS = [_add_convert, _add_info, _add_train, _add_predict, _add_losses, _add_demo]
 
 
 def build_parser():

@@ -57,8 +57,8 @@ class Model:
     def _weights(self):
         return np.append(self.coef_, self.intercept_)
 
-    def _decision_source(self, source):
-        """Decision values and the source's labels (+-1), in one pass."""
+    def decision_and_labels(self, source):
+        """Decision values and the source's labels (+-1), in one pass over a BlockSource."""
         self._width_check(source.n_features, source.name)
         out = np.empty(source.n_samples)
         labels = np.empty(source.n_samples, np.int8)
@@ -83,9 +83,9 @@ class Model:
         """
         if isinstance(X, (str, os.PathLike)):
             with Store(X) as store:
-                return self._decision_source(store)[0]
+                return self.decision_and_labels(store)[0]
         if isinstance(X, BlockSource):
-            return self._decision_source(X)[0]
+            return self.decision_and_labels(X)[0]
         X = sp.csr_matrix(X)
         self._width_check(X.shape[1], "X")
         if X.nnz and not np.all(np.isfinite(X.data)):
@@ -104,7 +104,7 @@ class Model:
             if not isinstance(source, BlockSource):
                 raise ValueError("score needs labels y unless X is a store or a BlockSource")
             try:
-                decision, labels = self._decision_source(source)
+                decision, labels = self.decision_and_labels(source)
             finally:
                 if source is not X:
                     source.close()

@@ -164,10 +164,6 @@ def test_convex_and_nonincreasing(name, sigma):
     assert np.all(np.diff(dpsi) >= -4 * EPS * np.maximum(1.0, np.abs(dpsi[1:])))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "_scalar._psi_g returns sigma * (v * cdf + pdf) for -40 <= v < 0, which cancels to a "
-    "negative subnormal (down to -4.6e-321 at sigma = 32) for v in about [-40, -38.4]; "
-    "fix: clamp with max(v * cdf + pdf, 0.0) (or cut the tail at v < -38 instead of -40)"))
 def test_psi_g_never_negative():
     """psi_G >= hinge >= 0 (Theorem 1) holds exactly, also where psi_G underflows."""
     for sigma in SIGMAS:

@@ -58,7 +58,8 @@ def _psi_g(a, sigma, theta):
         return 0.0, 0.0, 0.0
     cdf = 0.5 * math.erfc(-v / _SQRT2)  # erfc keeps the lower tail accurate
     pdf = _INV_SQRT_2PI * math.exp(-0.5 * v * v)
-    return sigma * (v * cdf + pdf), -cdf, pdf / sigma
+    # v cdf + pdf cancels for v << 0 (to a tiny negative): psi_G >= 0 exactly (Theorem 1)
+    return sigma * max(v * cdf + pdf, 0.0), -cdf, pdf / sigma
 
 
 @njit(cache=True, nogil=True)

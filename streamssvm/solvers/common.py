@@ -77,7 +77,7 @@ class Run:
         self.history = []
         self.iteration = 0
         self.record(0, True)
-        self.bar = tqdm(total=max_iter, disable=not progress, unit="it", desc=name)
+        self.bar = tqdm(disable=not progress, unit="it", desc=name)
 
     @property
     def converged(self):

@@ -1,0 +1,38 @@
+"""The main job on the shipped data: convert a9a to stores, train psi_G by TRON, test."""
+
+import os
+import sys
+import tempfile
+import time
+
+from .api import train_stream
+from .data import Store, convert_svmlight
+from .datasets import a9a_paths
+
+
+def run_demo(workdir=None, loss="psi_g", sigma=2.0 ** -3, lam=1e-5, progress=True, out=sys.stdout):
+    """Convert the shipped a9a train/test files, train, print the test accuracy.
+
+    Returns the trained Model. Stores go to ``workdir`` (a temporary folder by default).
+    """
+    train_txt, test_txt = a9a_paths()
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = workdir or tmp
+        train_h5 = os.path.join(workdir, "a9a.h5")
+        test_h5 = os.path.join(workdir, "a9a.t.h5")
+        convert_svmlight(train_txt, train_h5, overwrite=True, progress=progress)
+        convert_svmlight(test_txt, test_h5, like=train_h5, overwrite=True, progress=progress)
+        with Store(train_h5) as store:
+            n_neg, n_pos = store.label_counts()
+            print(f"store {train_h5}: {store.n_samples} rows x {store.n_features} features, "
+                  f"{store.nnz} nonzeros, {store.n_blocks} blocks, labels -1: {n_neg}, +1: {n_pos}",
+                  file=out)
+        start = time.perf_counter()
+        model = train_stream(train_h5, loss=loss, sigma=sigma, lam=lam, progress=progress)
+        seconds = time.perf_counter() - start
+        p = model.params
+        print(f"trained {loss} (sigma={sigma:g}, lambda={lam:g}) by TRON: {p['n_iter']} iterations, "
+              f"{p['passes']} passes, {seconds:.2f} s, objective {p['objective']:.6f}", file=out)
+        print(f"train accuracy {model.score(train_h5):.4f}", file=out)
+        print(f"test accuracy  {model.score(test_h5):.4f}", file=out)
+    return model
