@@ -7,6 +7,13 @@ Objective (Luo, Qiao & Zhang, "Learning with Smooth Hinge Losses")::
 
 __version__ = "0.1.0"
 
+import os
+
+# numba's OpenMP workers spin between parallel regions by default; on a busy machine the
+# spinning threads starve the ones doing work (seen here: 30x slower kernels at load 6 on
+# 2 cores). Passive waiting costs nothing measurable when the cores are free.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
 from ._jit_cache import clear_stale_cache
 
 clear_stale_cache()

@@ -179,7 +179,7 @@ def section_out_of_core(args):
 
     os.makedirs(args.work, exist_ok=True)
     text = os.path.join(args.work, f"ooc-{args.ooc_gb:g}g.svm")
-    store = text[:-4] + ".h5"
+    store = args.ooc_store or text[:-4] + ".h5"
     if not os.path.exists(store):
         generate(text, target_bytes=int(args.ooc_gb * 2.6e9), seed=1)
         convert_svmlight(text, store, overwrite=True, progress=False)
@@ -229,6 +229,7 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--ooc", action="store_true", help="run (d), the out-of-core section")
     parser.add_argument("--ooc-gb", type=float, default=2.0, help="size of the out-of-core store")
+    parser.add_argument("--ooc-store", help="an existing store for (d) instead of a generated one")
     parser.add_argument("--ooc-iters", type=int, default=30)
     parser.add_argument("--cap-mb", type=int, default=400)
     parser.add_argument("--work", default=os.path.join(ROOT, "bench-data"))
