@@ -325,7 +325,7 @@ def _old_psi_g(a, sigma, theta):
         return 0.0, 0.0, 0.0
     cdf = 0.5 * math.erfc(-v / _SQRT2)
     pdf = _INV_SQRT_2PI * math.exp(-0.5 * v * v)
-    return sigma * (v * cdf + pdf), -cdf, pdf / sigma
+    return sigma * max(v * cdf + pdf, 0.0), -cdf, pdf / sigma  # clamped: psi_G >= 0
 
 
 @njit
