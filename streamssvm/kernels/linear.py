@@ -184,3 +184,20 @@ def gather_curved_rows(indptr, indices, data, curvature):
             r += 1
             out_indptr[r] = pos
     return out_indptr, out_indices, out_data, out_curvature
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def merge_parts(parts, x, lam, scale, unregularised_last, out):
+    """out = lam * x + scale * sum_t parts[t], and parts zeroed for the next pass.
+
+    The last entry of ``x`` is not regularised when ``unregularised_last`` (an intercept).
+    """
+    n_parts, n = parts.shape
+    for j in prange(n):
+        acc = 0.0
+        for t in range(n_parts):
+            acc += parts[t, j]
+            parts[t, j] = 0.0
+        out[j] = lam * x[j] + scale * acc
+    if unregularised_last:
+        out[n - 1] -= lam * x[n - 1]

@@ -106,29 +106,36 @@ class SmoothSVMObjective:
         self.passes = 0
         self.cached_sweeps = 0
         self._scatter = np.zeros((self.n_threads, self.n_variables))
+        self._scatter_dirty = False
 
     @property
     def n_samples(self):
         return self.source.n_samples
 
-    def _regularised(self, w):
-        """lambda * w with the intercept weight left out."""
-        reg = self.lam * w
-        if self.bias:
-            reg[-1] = 0.0
-        return reg
+    def _start_scatter(self):
+        """Clear the scatter buffers if a pass was interrupted before its merge."""
+        if self._scatter_dirty:
+            self._scatter[...] = 0.0
+        self._scatter_dirty = True
 
-    def _pass(self):
+    def _pass(self, scatter=True):
+        """The blocks of one pass over the source (counted)."""
+        if scatter:
+            self._start_scatter()
         self.passes += 1
-        self._scatter[...] = 0.0
         blocks = self.source.iter_blocks()
         if self.progress:
             blocks = tqdm(blocks, total=self.source.n_blocks, unit="block", leave=False,
                           desc=f"pass {self.passes}")
         return blocks
 
-    def _merged(self):
-        return self._scatter.sum(axis=0)
+    def _merged(self, x, lam):
+        """lam * x (intercept excluded) + (what the kernels scattered) / n; resets the
+        scatter buffers for the next pass."""
+        out = np.empty(self.n_variables)
+        kernels.merge_parts(self._scatter, x, lam, 1.0 / self.n_samples, bool(self.bias), out)
+        self._scatter_dirty = False
+        return out
 
     def _check(self, w):
         w = np.ascontiguousarray(w, dtype=np.float64)
@@ -155,7 +162,7 @@ class SmoothSVMObjective:
                     curved.append(part)
                 else:  # does not fit: Hessian-vector products will stream instead
                     curved = None
-        grad = self._regularised(w) + self._merged() / self.n_samples
+        grad = self._merged(w, self.lam)
         return PointState(w, self._total(w, loss), grad, margins, curvature, curved)
 
     def _total(self, w, loss_sum):
@@ -174,8 +181,8 @@ class SmoothSVMObjective:
         """(indptr, indices, data, curvature) per block: the in-memory copy if there is
         one, else a pass over the source."""
         if state.curved_rows is not None:
+            self._start_scatter()
             self.cached_sweeps += 1
-            self._scatter[...] = 0.0
             return state.curved_rows
         return ((b.indptr, b.indices, b.data, state.curvature[b.row_start:b.row_start + b.n_rows])
                 for b in self._pass())
@@ -184,7 +191,7 @@ class SmoothSVMObjective:
         """One pass: L(w) alone."""
         w = self._check(w)
         loss = 0.0
-        for b in self._pass():
+        for b in self._pass(scatter=False):
             loss += kernels.loss_sum(b.indptr, b.indices, b.data, b.y, w, self.bias,
                                      self.loss.code, self.loss.sigma, self.loss.theta,
                                      self.loss.params)
@@ -195,13 +202,11 @@ class SmoothSVMObjective:
         s = self._check(s)
         for indptr, indices, data, curvature in self._curved_blocks(state):
             kernels.hess_vec(indptr, indices, data, curvature, s, self.bias, self._scatter)
-        return self._regularised(s) + self._merged() / self.n_samples
+        return self._merged(s, self.lam)
 
     def hess_diag(self, state):
         """One pass: the diagonal of the Hessian at ``state``."""
         for indptr, indices, data, curvature in self._curved_blocks(state):
             kernels.hess_diag(indptr, indices, data, curvature, self.bias, self._scatter)
-        diag = self._merged() / self.n_samples + self.lam
-        if self.bias:
-            diag[-1] -= self.lam
-        return diag
+        ones = np.ones(self.n_variables)
+        return self._merged(ones, self.lam)

@@ -54,10 +54,18 @@ def stopping_threshold(objective, grad0_norm, tol, abs_tol=None, liblinear_tol=F
 
 
 def diag_preconditioner(objective, state, enabled):
-    """M = 0.99 I + 0.01 diag(H) (Hsia, Chiang & Lin 2018), or I when not ``enabled``."""
+    """M = 0.99 I + 0.01 diag(H) (Hsia, Chiang & Lin 2018), or None (M = I) when not
+    ``enabled``."""
     if not enabled:
-        return np.ones(objective.n_variables)
+        return None
     return (1 - PRECONDITIONER_WEIGHT) + PRECONDITIONER_WEIGHT * objective.hess_diag(state)
+
+
+def m_dot(u, v, precond, work=None):
+    """u^T M v for the diagonal preconditioner M (None: the identity); ``work``: scratch."""
+    if precond is None:
+        return float(u @ v)
+    return float(u @ np.multiply(precond, v, out=work))
 
 
 class Run:

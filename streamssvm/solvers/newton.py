@@ -30,8 +30,9 @@ def _newton_cg(objective, state, precond, eps_cg):
     g = state.grad
     s = np.zeros_like(g)
     r = -g
-    z = r / precond
+    z = r if precond is None else r / precond
     d = z.copy()
+    work = np.empty_like(g)
     ztr = float(z @ r)
     cgtol = min(eps_cg, np.sqrt(np.sqrt(ztr)))
     q_prev = 0.0
@@ -43,16 +44,18 @@ def _newton_cg(objective, state, precond, eps_cg):
         if dhd <= 1e-16:
             break
         alpha = ztr / dhd
-        s += alpha * d
-        r -= alpha * hd
+        s += np.multiply(d, alpha, out=work)
+        r -= np.multiply(hd, alpha, out=work)
         q = -0.5 * (float(s @ r) - float(s @ g))
         q_diff = q - q_prev
         if q > 0 or q_diff > 0 or steps * q_diff >= cgtol * q:
             break
         q_prev = q
-        z = r / precond
+        if precond is not None:
+            np.divide(r, precond, out=z)
         znew = float(z @ r)
-        d = z + (znew / ztr) * d
+        d *= znew / ztr
+        d += z
         ztr = znew
     return s, steps
 

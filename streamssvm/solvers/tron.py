@@ -18,7 +18,7 @@ Newton frameworks for large-scale linear classification", ACML 2018 (M = 0.99 I 
 
 import numpy as np
 
-from .common import Run, diag_preconditioner
+from .common import Run, diag_preconditioner, m_dot
 
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
 SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
@@ -28,13 +28,16 @@ def _trust_region_cg(objective, state, precond, delta, forcing):
     """Steihaug-Toint CG on the model g.s + s.H.s / 2 within ||s||_M <= delta.
 
     Returns the step, the residual r = -g - H s, the CG steps taken and whether the step
-    reached the boundary. Stops when ||r||_{M^-1} <= forcing * ||g||_{M^-1}.
+    reached the boundary. Stops when ||r||_{M^-1} <= forcing * ||g||_{M^-1}. ``precond``
+    None is M = I. Vector updates are in place: with millions of features, temporaries
+    cost as much as the sparse work.
     """
     g = state.grad
     s = np.zeros_like(g)
     r = -g
-    z = r / precond
+    z = r if precond is None else r / precond
     d = z.copy()
+    work = np.empty_like(g)
     ztr = float(z @ r)
     cgtol = forcing * np.sqrt(ztr)
     steps = 0
@@ -42,20 +45,25 @@ def _trust_region_cg(objective, state, precond, delta, forcing):
         steps += 1
         hd = objective.hessp(state, d)
         alpha = ztr / float(d @ hd)
-        s += alpha * d
-        if np.sqrt(float(s @ (precond * s))) > delta:
-            s -= alpha * d
-            std, sts, dtd = float(s @ (precond * d)), float(s @ (precond * s)), float(d @ (precond * d))
+        np.multiply(d, alpha, out=work)
+        s += work
+        if np.sqrt(m_dot(s, s, precond, work)) > delta:
+            s -= np.multiply(d, alpha, out=work)
+            std = m_dot(s, d, precond, work)
+            sts = m_dot(s, s, precond, work)
+            dtd = m_dot(d, d, precond, work)
             dsq = delta * delta
             rad = np.sqrt(max(std * std + dtd * (dsq - sts), 0.0))
             alpha = (dsq - sts) / (std + rad) if std >= 0 else (rad - std) / dtd
-            s += alpha * d
-            r -= alpha * hd
+            s += np.multiply(d, alpha, out=work)
+            r -= np.multiply(hd, alpha, out=work)
             return s, r, steps, True
-        r -= alpha * hd
-        z = r / precond
+        r -= np.multiply(hd, alpha, out=work)
+        if precond is not None:
+            np.divide(r, precond, out=z)
         znew = float(z @ r)
-        d = z + (znew / ztr) * d
+        d *= znew / ztr
+        d += z
         ztr = znew
     return s, r, steps, False
 
@@ -96,7 +104,8 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         raise ValueError(f"xi must be in (0, 1), got {xi}")
     run = Run("tron", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress)
     precond = diag_preconditioner(objective, run.state, preconditioner)
-    delta = np.sqrt(float(run.state.grad @ (run.state.grad / precond)))
+    g = run.state.grad
+    delta = np.sqrt(float(g @ (g if precond is None else g / precond)))
     run.history[0]["delta"] = delta  # the start's record gets the initial trust radius too
     message = "max_iter reached"
     while not run.converged and run.iteration < max_iter:
@@ -107,7 +116,7 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         gs = float(state.grad @ s)
         predicted = -0.5 * (gs - float(s @ r))
         actual = state.f - trial.f
-        snorm = np.sqrt(float(s @ (precond * s)))
+        snorm = np.sqrt(m_dot(s, s, precond))
         if run.iteration == 0:
             delta = min(delta, snorm)
         denom = trial.f - state.f - gs
