@@ -270,7 +270,8 @@ def test_two_threads_equal_one_thread(loss, sigma):
 
 def test_every_oracle_call_is_one_pass():
     X, y = random_problem(seed=16)
-    obj = SmoothSVMObjective(InMemorySource(X, y, block_rows=50), "psi_g", lam=1e-2)
+    obj = SmoothSVMObjective(InMemorySource(X, y, block_rows=50), "psi_g", lam=1e-2,
+                             cache_curved=False)
     w = point(obj)
     assert obj.passes == 0
     state = obj.evaluate(w)

@@ -56,8 +56,8 @@ def _axpy_row(indptr, indices, data, i, coef, bias, out):
 
 
 @njit(cache=True, nogil=True)
-def _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta, params, lo, hi,
-                    margins, curvature, out):
+def _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta, params,
+                    curvature_floor, lo, hi, margins, curvature, out):
     total = 0.0
     for i in range(lo, hi):
         yi = float(y[i])
@@ -65,26 +65,28 @@ def _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta, param
         value, slope, curv = derivatives(code, margin, sigma, theta, params)
         total += value
         margins[i] = margin
-        curvature[i] = curv
+        curvature[i] = curv if curv >= curvature_floor else 0.0
         if slope != 0.0:
             _axpy_row(indptr, indices, data, i, slope * yi, bias, out)
     return total
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def loss_grad(indptr, indices, data, y, w, bias, code, sigma, theta, params, margins, curvature,
-              out):
+def loss_grad(indptr, indices, data, y, w, bias, code, sigma, theta, params, curvature_floor,
+              margins, curvature, out):
     """Sum of psi(y_i x_i.w) over the block; adds sum psi'(.) y_i x_i into ``out``.
 
     Writes the margins y_i x_i.w into ``margins`` and psi''(y_i x_i.w) into ``curvature``
-    (both of shape (n_rows,)); the curvature is the D of the Hessian X^T D X.
+    (both of shape (n_rows,)); the curvature is the D of the Hessian X^T D X. Curvature
+    below ``curvature_floor`` is written as 0, so that Hessian products skip the row.
     """
     n_parts = out.shape[0]
     bounds = row_partition(indptr, n_parts)
     partial = np.zeros(n_parts)
     for t in prange(n_parts):
         partial[t] = _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta,
-                                     params, bounds[t], bounds[t + 1], margins, curvature, out[t])
+                                     params, curvature_floor, bounds[t], bounds[t + 1], margins,
+                                     curvature, out[t])
     return partial.sum()
 
 

@@ -15,7 +15,9 @@ margins alone, without a pass (a line search's trial steps cost O(n)). A solver 
 rejects a trial point simply keeps the previous state: nothing in the objective is
 overwritten by a later ``evaluate``.
 
-Only rows with D_ii != 0 enter a Hessian-vector product. When ``cache_curved`` is on,
+Only rows with D_ii != 0 enter a Hessian-vector product; a curvature below 2^-53 of the
+loss's largest (psi_G beyond 8.6 sigma from its kink) is set to 0, which changes the
+Hessian by less than rounding does next to a row at the kink. When ``cache_curved`` is on,
 ``evaluate`` also copies those rows into memory (while they fit ``cache_bytes``), and
 ``hessp`` then runs on that copy instead of making a pass: out of core, CG steps read
 nothing from disk. For the smooth hinges at small sigma and for the squared hinge the
@@ -70,8 +72,9 @@ class SmoothSVMObjective:
     progress : bool
         A tqdm bar over the blocks of every pass.
     cache_curved : bool or "auto"
-        Keep the rows with curvature in memory for ``hessp`` ("auto": for stores, whose
-        passes read the disk, not for in-memory sources).
+        Keep the rows with curvature in memory for ``hessp``. "auto": always for stores
+        (their passes read the disk); for in-memory sources when at most half the rows
+        have curvature (then the compact copy makes CG steps cheaper than the sparse matrix).
     cache_bytes : int, optional
         Memory for that copy (default a quarter of what the process may still use).
 
@@ -97,11 +100,15 @@ class SmoothSVMObjective:
         self.bias = float(intercept_scaling) if fit_intercept else 0.0
         if fit_intercept and not (np.isfinite(self.bias) and self.bias > 0):
             raise ValueError(f"intercept_scaling must be positive, got {intercept_scaling}")
+        lipschitz = self.loss.lipschitz
+        self.curvature_floor = 2.0 ** -53 * lipschitz if np.isfinite(lipschitz) else 0.0
         self.n_features = source.n_features
         self.n_variables = self.n_features + (1 if fit_intercept else 0)
         self.n_threads = n_threads or numba.get_num_threads()
         self.progress = progress
-        self.cache_curved = isinstance(source, Store) if cache_curved == "auto" else bool(cache_curved)
+        if cache_curved not in ("auto", True, False):
+            raise ValueError(f"cache_curved must be 'auto', True or False, got {cache_curved!r}")
+        self.cache_curved = cache_curved
         self.cache_bytes = available_memory_bytes() // 4 if cache_bytes is None else int(cache_bytes)
         self.passes = 0
         self.cached_sweeps = 0
@@ -148,13 +155,15 @@ class SmoothSVMObjective:
         w = self._check(w)
         loss, margins, curvature = 0.0, np.empty(self.n_samples), np.empty(self.n_samples)
         code, sigma, theta, params = self.loss.code, self.loss.sigma, self.loss.theta, self.loss.params
-        curved, cached = [] if self.cache_curved else None, 0
+        streamed = isinstance(self.source, Store)
+        gather = self.cache_curved is True or (self.cache_curved == "auto" and streamed)
+        curved, cached = [] if gather else None, 0
         for b in self._pass():
             block_rows = slice(b.row_start, b.row_start + b.n_rows)
             rows = curvature[block_rows]
             loss += kernels.loss_grad(b.indptr, b.indices, b.data, b.y, w, self.bias, code,
-                                      sigma, theta, params, margins[block_rows], rows,
-                                      self._scatter)
+                                      sigma, theta, params, self.curvature_floor,
+                                      margins[block_rows], rows, self._scatter)
             if curved is not None:
                 part = kernels.gather_curved_rows(b.indptr, b.indices, b.data, rows)
                 cached += sum(a.nbytes for a in part)
@@ -162,8 +171,24 @@ class SmoothSVMObjective:
                     curved.append(part)
                 else:  # does not fit: Hessian-vector products will stream instead
                     curved = None
+        if (self.cache_curved == "auto" and not streamed
+                and 2 * np.count_nonzero(curvature) <= self.n_samples):
+            curved = self._gather_in_memory(curvature)
         grad = self._merged(w, self.lam)
         return PointState(w, self._total(w, loss), grad, margins, curvature, curved)
+
+    def _gather_in_memory(self, curvature):
+        """The curved rows of an in-memory source, copied (no pass: the data is in memory),
+        or None if they do not fit ``cache_bytes``."""
+        curved, cached = [], 0
+        for b in self.source.iter_blocks():
+            part = kernels.gather_curved_rows(
+                b.indptr, b.indices, b.data, curvature[b.row_start:b.row_start + b.n_rows])
+            cached += sum(a.nbytes for a in part)
+            if cached > self.cache_bytes:
+                return None
+            curved.append(part)
+        return curved
 
     def _total(self, w, loss_sum):
         """L(w) from the sum of the losses."""

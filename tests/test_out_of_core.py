@@ -1,0 +1,76 @@
+"""Training on a store several times larger than a memory cap (page cache included).
+
+The store is evicted from the page cache and trained in a child process under
+``../shared/bin/run-capped``; its weights must equal those of in-memory training.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from streamssvm.data import InMemorySource, Store, StoreWriter
+from streamssvm.objective import SmoothSVMObjective
+from streamssvm.solvers import tron
+
+BIN = Path(__file__).resolve().parents[2] / "shared" / "bin"
+CAP_MB = 300
+ROWS, NNZ_PER_ROW, FEATURES, BLOCK_ROWS = 1_250_000, 100, 20_000, 5_000
+MAX_ITER = 2
+
+CHILD = """
+import sys, numpy as np
+from streamssvm.data import Store
+from streamssvm.objective import SmoothSVMObjective
+from streamssvm.solvers import tron
+with Store(sys.argv[1]) as store:
+    objective = SmoothSVMObjective(store, "psi_g", 1e-4, sigma=2.0 ** -3)
+    result = tron(objective, tol=1e-12, max_iter=int(sys.argv[3]))
+np.save(sys.argv[2], result.w)
+"""
+
+
+def make_store(path, seed=0):
+    """Random sparse rows with labels from a hidden weight, written block by block."""
+    rng = np.random.default_rng(seed)
+    w_true = rng.standard_normal(FEATURES)
+    with StoreWriter(path) as writer:
+        for start in range(0, ROWS, BLOCK_ROWS):
+            rows = min(BLOCK_ROWS, ROWS - start)
+            idx = np.sort(rng.integers(0, FEATURES, (rows, NNZ_PER_ROW), dtype=np.int32), axis=1)
+            keep = np.ones_like(idx, dtype=bool)
+            keep[:, 1:] = idx[:, 1:] != idx[:, :-1]  # CSR rows hold distinct columns
+            val = rng.random((rows, NNZ_PER_ROW), dtype=np.float32)
+            y = np.where((val * w_true[idx]).sum(1) + 0.5 * rng.standard_normal(rows) > 0, 1, -1)
+            indptr = np.concatenate([[0], np.cumsum(keep.sum(1))]).astype(np.int32)
+            writer.add_block(indptr, idx[keep], val[keep], y.astype(np.int8))
+        writer.close(FEATURES, (-1.0, 1.0))
+
+
+@pytest.mark.skipif(not (BIN / "run-capped").exists(), reason="../shared/bin/run-capped not found")
+def test_store_larger_than_the_memory_cap_trains_like_memory(tmp_path):
+    store = tmp_path / "big.h5"
+    make_store(store)
+    size_mb = store.stat().st_size / 2 ** 20
+    assert size_mb > 3 * CAP_MB
+    subprocess.run([str(BIN / "evict"), str(store)], check=True)
+    out = tmp_path / "w.npy"
+    proc = subprocess.run([str(BIN / "run-capped"), str(CAP_MB), sys.executable, "-c", CHILD,
+                           str(store), str(out), str(MAX_ITER)],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    if proc.returncode == 3:
+        pytest.skip("no writable memory cgroup for run-capped here")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    stats = dict(tok.split("=") for tok in proc.stderr.split() if tok.startswith(("peak_mb=", "oom_kills=")))
+    assert int(stats["oom_kills"]) == 0 and int(stats["peak_mb"]) <= CAP_MB
+
+    with Store(store) as s:
+        X, y = s.read_rows(0, s.n_samples)
+    source = InMemorySource(X, y, block_rows=BLOCK_ROWS)
+    expected = tron(SmoothSVMObjective(source, "psi_g", 1e-4, sigma=2.0 ** -3), tol=1e-12,
+                    max_iter=MAX_ITER).w
+    got = np.load(out)
+    assert np.linalg.norm(got - expected) <= 1e-10 * np.linalg.norm(expected)
