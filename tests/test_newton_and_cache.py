@@ -50,6 +50,7 @@ def test_newton_reaches_trons_optimum(a9a, loss, sigma):
     assert np.linalg.norm(results[1].w - results[0].w) <= sum(r.grad_norm for r in results) / 1e-4
 
 
+@pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")
 def test_newton_objective_decreases_and_backtracks(a9a):
     """psi_G at a tiny sigma makes full Newton steps fail: backtracking must take over and
     every accepted step must decrease the objective by Armijo's rule."""
@@ -109,3 +110,15 @@ def test_curved_rows_are_the_rows_with_curvature(a9a):
     objective.cache_curved = False
     reference = objective.hessp(objective.evaluate(w), np.ones(objective.n_variables))
     np.testing.assert_allclose(hv, reference, rtol=1e-12)
+
+
+def test_user_built_family_loss_trains_like_the_named_one(a9a):
+    """A psi_G rebuilt from the normal CDF by family_loss runs in the same kernels."""
+    from streamssvm.losses import family_loss
+
+    source = InMemorySource(*a9a)
+    built = family_loss("ndtr(v)", sigma=2.0 ** -3, theta=1.0)
+    results = [tron(SmoothSVMObjective(source, loss, 1e-4, sigma=sigma), tol=1e-6)
+               for loss, sigma in ((built, None), ("psi_g", 2.0 ** -3))]
+    assert all(r.converged for r in results)
+    assert results[0].f == pytest.approx(results[1].f, rel=1e-9)
