@@ -63,7 +63,7 @@ class Model:
         out = np.empty(source.n_samples)
         labels = np.empty(source.n_samples, np.int8)
         w = self._weights()
-        for b in source.iter_blocks():
+        for b in source.iter_blocks(transient=True):
             rows = slice(b.row_start, b.row_start + b.n_rows)
             kernels.decision(b.indptr, b.indices, b.data, w, 1.0, out[rows])
             labels[rows] = b.y

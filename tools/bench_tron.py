@@ -81,18 +81,23 @@ def ours(store_path, loss, sigma, lam, eps, threads=None, **options):
 
 def section_like_for_like(args, store, X, y, Xt, yt):
     print("\n(a) like for like, eps = %g with LIBLINEAR's rule, lambda = %g" % (args.eps, args.lam))
-    print(f"{'loss':<14}{'peer':<16}{'peer s':>9}{'ours s':>9}{'ratio':>8}{'threads':>8}"
+    print(f"{'loss':<14}{'peer':<16}{'peer s':>9}{'ours s':>9}{'ratio':>8}{'solver':>7}{'thr':>4}"
           f"{'iters':>6}{'passes':>7}{'obj ours':>14}{'obj peer':>14}")
     src = InMemorySource(X, y)
     for loss, solver in (("squared_hinge", 2), ("logistic", 0)):
         peer_s, peer_w = liblinear_train(X, y, solver, args.lam, args.eps)
         peer_obj = SmoothSVMObjective(src, loss, args.lam).value(peer_w)
-        for threads in args.threads:
-            m = ours(store, loss, None, args.lam, args.eps, threads)
+        runs = [("tron", threads) for threads in args.threads] + [("newton", max(args.threads))]
+        for solver, threads in runs:
+            m = ours(store, loss, None, args.lam, args.eps, threads, solver=solver)
             p = m.params
-            print(f"{loss:<14}{'LIBLINEAR -s %d' % solver:<16}{peer_s:>9.3f}{p['seconds']:>9.3f}"
-                  f"{p['seconds'] / peer_s:>8.2f}{threads:>8}{p['n_iter']:>6}{p['passes']:>7}"
+            print(f"{loss:<14}{'LIBLINEAR -s %d' % solver_id(loss):<16}{peer_s:>9.3f}{p['seconds']:>9.3f}"
+                  f"{p['seconds'] / peer_s:>8.2f}{solver:>7}{threads:>4}{p['n_iter']:>6}{p['passes']:>7}"
                   f"{p['objective']:>14.8g}{peer_obj:>14.8g}")
+
+
+def solver_id(loss):
+    return {"squared_hinge": 2, "logistic": 0}[loss]
 
 
 def section_paper_losses(args, store, X, y, Xt, yt):
@@ -104,11 +109,12 @@ def section_paper_losses(args, store, X, y, Xt, yt):
           f"{accuracy(Xt, yt, peer_w):>10.4f}")
     for loss in ("psi_g", "psi_m"):
         for sigma in args.sigmas:
-            for label, options in (("", {}), (" +prec", {"preconditioner": True})):
+            runs = [("TRON", {})] + ([("Newton", {"solver": "newton"})] if loss == "psi_g" else [])
+            for label, options in runs:
                 m = ours(store, loss, sigma, args.lam, args.eps, None, **options)
                 p, h = m.params, m.history
                 cg = sum(e["cg_steps"] for e in h)
-                name = f"TRON {loss} s=2^{np.log2(sigma):g}{label}"
+                name = f"{label} {loss} s=2^{np.log2(sigma):g}"
                 print(f"{name:<26}{p['seconds']:>9.3f}{p['seconds'] / peer_s:>8.2f}{p['n_iter']:>6}"
                       f"{cg:>6}{p['passes']:>7}{p.get('cached_sweeps', 0):>7}"
                       f"{accuracy(Xt, yt, m.coef_):>10.4f}")
@@ -230,8 +236,9 @@ def main(argv=None):
     parser.add_argument("--ooc", action="store_true", help="run (d), the out-of-core section")
     parser.add_argument("--ooc-gb", type=float, default=2.0, help="size of the out-of-core store")
     parser.add_argument("--ooc-store", help="an existing store for (d) instead of a generated one")
-    parser.add_argument("--ooc-iters", type=int, default=30)
+    parser.add_argument("--ooc-iters", type=int, default=5)
     parser.add_argument("--cap-mb", type=int, default=400)
+    parser.add_argument("--sections", default="abce", help="which of a, b, c, e to run (d: --ooc)")
     parser.add_argument("--work", default=os.path.join(ROOT, "bench-data"))
     args = parser.parse_args(argv)
     args.sigmas = [2.0 ** float(s[2:]) if s.startswith("2^") else float(s) for s in args.sigmas.split(",")]
@@ -250,10 +257,14 @@ def main(argv=None):
         print(f"data: {args.train}: {X.shape[0]} x {X.shape[1]}, {X.nnz} nonzeros; "
               f"store {os.path.getsize(store) / 1e6:.1f} MB (page cache)")
         ours(store, "psi_g", 0.125, args.lam, args.eps, None, max_iter=2)  # compile / load caches
-        section_like_for_like(args, store, X, y, Xt, yt)
-        section_paper_losses(args, store, X, y, Xt, yt)
-        section_pass_rate(args, store, X, y)
-        section_convergence(args, store)
+        if "a" in args.sections:
+            section_like_for_like(args, store, X, y, Xt, yt)
+        if "b" in args.sections:
+            section_paper_losses(args, store, X, y, Xt, yt)
+        if "c" in args.sections:
+            section_pass_rate(args, store, X, y)
+        if "e" in args.sections:
+            section_convergence(args, store)
     if args.ooc:
         section_out_of_core(args)
 

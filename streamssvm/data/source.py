@@ -72,23 +72,30 @@ class BlockSource:
     def read_block(self, k):
         raise NotImplementedError
 
-    def iter_blocks(self, order=None):
-        """Yield the blocks in storage order or in ``order`` (an iterable of block indices)."""
+    def iter_blocks(self, order=None, transient=False):
+        """Yield the blocks in storage order or in ``order`` (an iterable of block indices).
+
+        With ``transient``, a source may hand out blocks whose arrays are reused: each is
+        valid only until the next three blocks have been requested (a pass that uses every
+        block at once and keeps nothing). Sources without buffers ignore it.
+        """
         for k in range(self.n_blocks) if order is None else order:
             yield self.read_block(int(k))
 
-    def iter_blocks_prefetched(self, order=None, depth=2):
+    def iter_blocks_prefetched(self, order=None, depth=2, read=None):
         """Like :meth:`iter_blocks`, reading up to ``depth`` blocks ahead in a thread, so
         that reading and decoding the next block overlaps the (GIL-free) kernels working on
-        this one."""
-        order = iter(range(self.n_blocks) if order is None else order)
+        this one. ``read(k, i)`` reads block ``k`` as the ``i``-th of the pass (default
+        ``read_block(k)``)."""
+        read = read or (lambda k, i: self.read_block(k))
+        order = enumerate(int(k) for k in (range(self.n_blocks) if order is None else order))
         with ThreadPoolExecutor(1, thread_name_prefix="streamssvm-read") as pool:
-            pending = deque(pool.submit(self.read_block, int(k)) for _, k in zip(range(depth), order))
+            pending = deque(pool.submit(read, k, i) for _, (i, k) in zip(range(depth), order))
             while pending:
                 block = pending.popleft().result()
-                k = next(order, None)
-                if k is not None:
-                    pending.append(pool.submit(self.read_block, int(k)))
+                nxt = next(order, None)
+                if nxt is not None:
+                    pending.append(pool.submit(read, nxt[1], nxt[0]))
                 yield block
 
     def read_rows(self, start, stop):

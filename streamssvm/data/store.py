@@ -209,12 +209,26 @@ class Store(BlockSource):
     def label_counts(self):
         return self.n_samples - self._n_positive, self._n_positive
 
-    def iter_blocks(self, order=None):
-        """Yield the blocks in storage order or in ``order``, read ahead in a thread."""
-        return self.iter_blocks_prefetched(order)
+    def iter_blocks(self, order=None, transient=False):
+        """Yield the blocks in storage order or in ``order``, read ahead in a thread.
 
-    def read_block(self, k):
-        """Block ``k`` as fresh arrays; a corrupt or inconsistent block raises StoreError."""
+        With ``transient`` the blocks are read into a ring of reused buffers (fresh
+        multi-megabyte arrays cost a page fault per 4 KiB); a block is then valid until
+        three more have been requested.
+        """
+        if not transient:
+            return self.iter_blocks_prefetched(order)
+        depth = 2
+        rows = int(np.diff(self.row_offsets).max(initial=0))
+        nnz = int(np.diff(self.nnz_offsets).max(initial=0))
+        ring = [dict(indptr=np.empty(rows + 1, np.int32), indices=np.empty(nnz, np.int32),
+                     data=np.empty(nnz, self.value_dtype), y=np.empty(rows, np.int8))
+                for _ in range(depth + 2)]
+        return self.iter_blocks_prefetched(order, depth, lambda k, i: self.read_block(k, ring[i % len(ring)]))
+
+    def read_block(self, k, buffers=None):
+        """Block ``k``, as fresh arrays or as views of ``buffers`` (a dict of arrays named
+        like the datasets, large enough); a corrupt or inconsistent block raises StoreError."""
         if not 0 <= k < self.n_blocks:
             raise IndexError(f"{self.path}: block {k} outside 0..{self.n_blocks - 1}")
         rows = int(self.row_offsets[k + 1] - self.row_offsets[k])
@@ -228,7 +242,7 @@ class Store(BlockSource):
                 if ds.shape != (size,) or ds.dtype != dtype:
                     raise StoreError(f"{self.path}: block {k}: dataset {name} has shape "
                                      f"{ds.shape} and type {ds.dtype}, expected ({size},) {np.dtype(dtype)}")
-                out = np.empty(size, dtype)
+                out = np.empty(size, dtype) if buffers is None else buffers[name][:size]
                 if size:
                     ds.read_direct(out)
                 arrays[name] = out

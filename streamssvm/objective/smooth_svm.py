@@ -130,7 +130,7 @@ class SmoothSVMObjective:
         if scatter:
             self._start_scatter()
         self.passes += 1
-        blocks = self.source.iter_blocks()
+        blocks = self.source.iter_blocks(transient=True)
         if self.progress:
             blocks = tqdm(blocks, total=self.source.n_blocks, unit="block", leave=False,
                           desc=f"pass {self.passes}")
@@ -181,7 +181,7 @@ class SmoothSVMObjective:
         """The curved rows of an in-memory source, copied (no pass: the data is in memory),
         or None if they do not fit ``cache_bytes``."""
         curved, cached = [], 0
-        for b in self.source.iter_blocks():
+        for b in self.source.iter_blocks(transient=True):
             part = kernels.gather_curved_rows(
                 b.indptr, b.indices, b.data, curvature[b.row_start:b.row_start + b.n_rows])
             cached += sum(a.nbytes for a in part)
