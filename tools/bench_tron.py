@@ -193,14 +193,17 @@ def section_out_of_core(args):
     size = os.path.getsize(store)
     print(f"\n(d) out of core: store {size / 1e9:.2f} GB, memory cap {args.cap_mb} MB "
           f"({size / 2**20 / args.cap_mb:.1f}x the cap), evicted before each run")
-    subprocess.run([os.path.join(BIN, "evict"), store], check=True)
-    disk, _ = run_capped(args.cap_mb, _READ, store)
-    disk = float(disk)
+    rates = []
+    for _ in range(3):  # this disk's rate varies from read to read: take the best of three
+        subprocess.run([os.path.join(BIN, "evict"), store], check=True)
+        rates.append(float(run_capped(args.cap_mb, _READ, store)[0]))
+    disk = max(rates)
     subprocess.run([os.path.join(BIN, "evict"), store], check=True)
     out, peak = run_capped(args.cap_mb, _CHILD, store, args.repeats, args.ooc_iters)
     r = json.loads(out)
     per_pass = float(np.median(r["pass_seconds"]))
-    print(f"disk read rate (same cap, evicted): {disk / 1e9:.2f} GB/s")
+    print(f"disk read rate (same cap, evicted, 16 MiB reads): best {disk / 1e9:.2f} GB/s of "
+          f"{', '.join(f'{r / 1e9:.2f}' for r in rates)}")
     print(f"seconds per pass: {per_pass:.3f} (median of {len(r['pass_seconds'])}) -> "
           f"{size / per_pass / 1e9:.2f} GB/s, {size / per_pass / disk:.2f} of the disk rate "
           f"(target >= 0.7)")

@@ -68,6 +68,41 @@ def m_dot(u, v, precond, work=None):
     return float(u @ np.multiply(precond, v, out=work))
 
 
+class PreconditionedCG:
+    """The state of preconditioned CG on H s = -g, shared by TRON and Newton.
+
+    ``s`` the step, ``r = -g - H s`` the residual, ``z = M^-1 r``, ``d`` the direction,
+    ``ztr = z.r``. Vector updates are in place: with millions of features, temporaries cost
+    as much as the sparse work.
+    """
+
+    def __init__(self, g, precond):
+        self.g, self.precond = g, precond
+        self.s = np.zeros_like(g)
+        self.r = -g
+        self.z = self.r if precond is None else self.r / precond
+        self.d = self.z.copy()
+        self.work = np.empty_like(g)
+        self.ztr = float(self.z @ self.r)
+
+    def move(self, alpha, hd):
+        """s += alpha d, r -= alpha H d."""
+        self.s += np.multiply(self.d, alpha, out=self.work)
+        self.r -= np.multiply(hd, alpha, out=self.work)
+
+    def next_direction(self):
+        """d = M^-1 r + (z.r / previous z.r) d."""
+        if self.precond is not None:
+            np.divide(self.r, self.precond, out=self.z)
+        znew = float(self.z @ self.r)
+        self.d *= znew / self.ztr
+        self.d += self.z
+        self.ztr = znew
+
+    def m_dot(self, u, v):
+        return m_dot(u, v, self.precond, self.work)
+
+
 class Run:
     """Book-keeping of a second-order solver: start point, stopping threshold, history,
     progress bar and the final result. ``run.state`` is the current PointState."""

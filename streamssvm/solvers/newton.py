@@ -18,7 +18,7 @@ Newton frameworks for large-scale linear classification", ACML 2018.
 
 import numpy as np
 
-from .common import Run, diag_preconditioner
+from .common import PreconditionedCG, Run, diag_preconditioner
 
 ARMIJO_ETA = 0.01
 MAX_HALVINGS = 20
@@ -27,14 +27,9 @@ MAX_HALVINGS = 20
 def _newton_cg(objective, state, precond, eps_cg):
     """Preconditioned CG on H s = -g, stopped when the quadratic model's decrease stalls:
     j (Q_j - Q_{j-1}) >= cgtol Q_j with cgtol = min(eps_cg, sqrt(||g||_{M^-1}))."""
-    g = state.grad
-    s = np.zeros_like(g)
-    r = -g
-    z = r if precond is None else r / precond
-    d = z.copy()
-    work = np.empty_like(g)
-    ztr = float(z @ r)
-    cgtol = min(eps_cg, np.sqrt(np.sqrt(ztr)))
+    cg = PreconditionedCG(state.grad, precond)
+    g, s, d = cg.g, cg.s, cg.d
+    cgtol = min(eps_cg, np.sqrt(np.sqrt(cg.ztr)))
     q_prev = 0.0
     steps = 0
     while steps < max(len(g), 5):
@@ -43,20 +38,13 @@ def _newton_cg(objective, state, precond, eps_cg):
         dhd = float(d @ hd)
         if dhd <= 1e-16:
             break
-        alpha = ztr / dhd
-        s += np.multiply(d, alpha, out=work)
-        r -= np.multiply(hd, alpha, out=work)
-        q = -0.5 * (float(s @ r) - float(s @ g))
+        cg.move(cg.ztr / dhd, hd)
+        q = -0.5 * (float(s @ cg.r) - float(s @ g))
         q_diff = q - q_prev
         if q > 0 or q_diff > 0 or steps * q_diff >= cgtol * q:
             break
         q_prev = q
-        if precond is not None:
-            np.divide(r, precond, out=z)
-        znew = float(z @ r)
-        d *= znew / ztr
-        d += z
-        ztr = znew
+        cg.next_direction()
     return s, steps
 
 

@@ -18,7 +18,7 @@ Newton frameworks for large-scale linear classification", ACML 2018 (M = 0.99 I 
 
 import numpy as np
 
-from .common import Run, diag_preconditioner, m_dot
+from .common import PreconditionedCG, Run, diag_preconditioner, m_dot
 
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
 SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
@@ -29,43 +29,26 @@ def _trust_region_cg(objective, state, precond, delta, forcing):
 
     Returns the step, the residual r = -g - H s, the CG steps taken and whether the step
     reached the boundary. Stops when ||r||_{M^-1} <= forcing * ||g||_{M^-1}. ``precond``
-    None is M = I. Vector updates are in place: with millions of features, temporaries
-    cost as much as the sparse work.
+    None is M = I.
     """
-    g = state.grad
-    s = np.zeros_like(g)
-    r = -g
-    z = r if precond is None else r / precond
-    d = z.copy()
-    work = np.empty_like(g)
-    ztr = float(z @ r)
-    cgtol = forcing * np.sqrt(ztr)
+    cg = PreconditionedCG(state.grad, precond)
+    s, d = cg.s, cg.d
+    cgtol = forcing * np.sqrt(cg.ztr)
     steps = 0
-    while steps < max(len(g), 5) and np.sqrt(ztr) > cgtol:
+    while steps < max(len(s), 5) and np.sqrt(cg.ztr) > cgtol:
         steps += 1
         hd = objective.hessp(state, d)
-        alpha = ztr / float(d @ hd)
-        np.multiply(d, alpha, out=work)
-        s += work
-        if np.sqrt(m_dot(s, s, precond, work)) > delta:
-            s -= np.multiply(d, alpha, out=work)
-            std = m_dot(s, d, precond, work)
-            sts = m_dot(s, s, precond, work)
-            dtd = m_dot(d, d, precond, work)
+        alpha = cg.ztr / float(d @ hd)
+        cg.move(alpha, hd)
+        if np.sqrt(cg.m_dot(s, s)) > delta:
+            cg.move(-alpha, hd)  # back inside, then along d to the boundary
+            std, sts, dtd = cg.m_dot(s, d), cg.m_dot(s, s), cg.m_dot(d, d)
             dsq = delta * delta
             rad = np.sqrt(max(std * std + dtd * (dsq - sts), 0.0))
-            alpha = (dsq - sts) / (std + rad) if std >= 0 else (rad - std) / dtd
-            s += np.multiply(d, alpha, out=work)
-            r -= np.multiply(hd, alpha, out=work)
-            return s, r, steps, True
-        r -= np.multiply(hd, alpha, out=work)
-        if precond is not None:
-            np.divide(r, precond, out=z)
-        znew = float(z @ r)
-        d *= znew / ztr
-        d += z
-        ztr = znew
-    return s, r, steps, False
+            cg.move((dsq - sts) / (std + rad) if std >= 0 else (rad - std) / dtd, hd)
+            return s, cg.r, steps, True
+        cg.next_direction()
+    return s, cg.r, steps, False
 
 
 def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=1000,
