@@ -13,6 +13,7 @@ from .source import Block, BlockSource
 FORMAT_NAME = "streamssvm.csr-blocks"
 FORMAT_VERSION = 1
 COMPRESSIONS = (None, "gzip", "lzf")
+_PREFETCH = 2  # blocks read ahead of the one being used
 
 
 class StoreError(ValueError):
@@ -181,6 +182,7 @@ class Store(BlockSource):
         self.nnz = int(attrs["nnz"])
         self.classes = tuple(float(c) for c in attrs["classes"])
         self.value_dtype = np.dtype(str(attrs["value_dtype"]))
+        self._ring = None
         self.row_offsets = self._file["row_offsets"][...]
         self.nnz_offsets = self._file["nnz_offsets"][...]
         self._n_positive = int(attrs["n_positive"])
@@ -217,14 +219,23 @@ class Store(BlockSource):
         three more have been requested.
         """
         if not transient:
-            return self.iter_blocks_prefetched(order)
-        depth = 2
+            yield from self.iter_blocks_prefetched(order)
+            return
+        # the ring is kept for the next pass (its pages are touched once); a second
+        # transient iteration running at the same time gets a ring of its own
+        ring, self._ring = self._ring or self._new_ring(), None
+        try:
+            yield from self.iter_blocks_prefetched(
+                order, _PREFETCH, lambda k, i: self.read_block(k, ring[i % len(ring)]))
+        finally:
+            self._ring = ring
+
+    def _new_ring(self):
         rows = int(np.diff(self.row_offsets).max(initial=0))
         nnz = int(np.diff(self.nnz_offsets).max(initial=0))
-        ring = [dict(indptr=np.empty(rows + 1, np.int32), indices=np.empty(nnz, np.int32),
+        return [dict(indptr=np.empty(rows + 1, np.int32), indices=np.empty(nnz, np.int32),
                      data=np.empty(nnz, self.value_dtype), y=np.empty(rows, np.int8))
-                for _ in range(depth + 2)]
-        return self.iter_blocks_prefetched(order, depth, lambda k, i: self.read_block(k, ring[i % len(ring)]))
+                for _ in range(_PREFETCH + 2)]
 
     def read_block(self, k, buffers=None):
         """Block ``k``, as fresh arrays or as views of ``buffers`` (a dict of arrays named
