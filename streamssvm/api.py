@@ -29,7 +29,7 @@ def open_source(data, y=None):
 
 def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron", tol=0.01,
                  abs_tol=None, liblinear_tol=False, max_iter=1000, fit_intercept=False,
-                 intercept_scaling=1.0, w0=None, n_threads=None, progress=True,
+                 intercept_scaling=1.0, w0=None, sigma_path=(), n_threads=None, progress=True,
                  **solver_options):
     """Train a linear classifier by minimising
 
@@ -50,7 +50,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     lam : float
         Regularisation strength lambda (LIBLINEAR's C = 1 / (lam * n)).
     solver : str
-        ``"tron"``.
+        ``"tron"`` or ``"newton"``.
     tol, abs_tol, liblinear_tol, max_iter
         Stopping rule: ||grad L(w)|| <= tol ||grad L(0)|| (tol scaled by
         max(min(#pos, #neg), 1) / n if ``liblinear_tol``), or <= abs_tol.
@@ -58,6 +58,10 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
         Learn an unregularised intercept (a constant feature of value ``intercept_scaling``).
     w0 : array of shape (n_variables,), optional
         Warm start.
+    sigma_path : sequence of float
+        Continuation for a small sigma: solve at each of these widths first (to the same
+        tolerance), each warm-started from the last, then at ``sigma``. For psi_G at
+        sigma = 2^-6 on news20, (2^-2, 2^-4) saved a quarter to a third of the time.
     n_threads : int, optional
         Kernel threads (default all cores numba sees).
     progress : bool
@@ -73,12 +77,21 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
         solve = SOLVERS[solver]
     except KeyError:
         raise ValueError(f"unknown solver {solver!r}; known: {', '.join(SOLVERS)}") from None
+    history, passes, seconds, cached_sweeps = [], 0, 0.0, 0
     with open_source(data, y) as source:
-        objective = SmoothSVMObjective(source, loss, lam, sigma=sigma, fit_intercept=fit_intercept,
-                                       intercept_scaling=intercept_scaling, n_threads=n_threads,
-                                       progress=progress and source.nnz > 20_000_000)
-        result = solve(objective, w0=w0, tol=tol, abs_tol=abs_tol, liblinear_tol=liblinear_tol,
-                       max_iter=max_iter, progress=progress, **solver_options)
+        for width in [*sigma_path, sigma]:
+            objective = SmoothSVMObjective(
+                source, loss, lam, sigma=width, fit_intercept=fit_intercept,
+                intercept_scaling=intercept_scaling, n_threads=n_threads,
+                progress=progress and source.nnz > 20_000_000)
+            result = solve(objective, w0=w0, tol=tol, abs_tol=abs_tol,
+                           liblinear_tol=liblinear_tol, max_iter=max_iter, progress=progress,
+                           **solver_options)
+            history += [dict(h, sigma=objective.loss.sigma, passes=h["passes"] + passes,
+                             seconds=h["seconds"] + seconds) for h in result.history]
+            passes, seconds = passes + result.passes, seconds + result.seconds
+            cached_sweeps += objective.cached_sweeps
+            w0 = result.w
         classes = source.classes
     w = result.w
     coef = w[:objective.n_features]
@@ -90,7 +103,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
                   max_iter=max_iter, fit_intercept=fit_intercept,
                   intercept_scaling=intercept_scaling, n_samples=objective.n_samples,
                   converged=result.converged, message=result.message, n_iter=result.n_iter,
-                  passes=result.passes, cached_sweeps=objective.cached_sweeps,
-                  seconds=result.seconds, objective=result.f,
+                  passes=passes, cached_sweeps=cached_sweeps, seconds=seconds,
+                  sigma_path=list(sigma_path), objective=result.f,
                   grad_norm=result.grad_norm, **solver_options)
-    return Model(np.array(coef), intercept, classes, params, result.history)
+    return Model(np.array(coef), intercept, classes, params, history)

@@ -32,6 +32,13 @@ def _positive_int(text):
     return value
 
 
+def _float_list(text):
+    try:
+        return tuple(float(t) for t in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of numbers: {text!r}") from None
+
+
 # --- convert ----------------------------------------------------------------------------------
 def _add_convert(subparsers):
     p = subparsers.add_parser(
@@ -143,6 +150,8 @@ def _add_train(subparsers):
     p.add_argument("--loss", default="psi_g",
                    help=f"{', '.join(LOSS_NAMES)}, or NAME:key=value,... (default %(default)s)")
     p.add_argument("--sigma", type=float, help="smoothing width of psi_g / psi_m (default 2^-3)")
+    p.add_argument("--sigma-path", type=_float_list, default=(), metavar="S1,S2,...",
+                   help="continuation: solve at these larger sigmas first, warm-starting")
     p.add_argument("--lam", type=float, default=1e-5, help="lambda (default %(default)s)")
     p.add_argument("--solver", choices=tuple(SOLVERS), default="tron")
     p.add_argument("--tol", type=float, default=0.01,
@@ -170,7 +179,8 @@ def cmd_train(args):
     options = {}
     if args.solver == "tron":
         options = dict(preconditioner=args.preconditioner, forcing=args.forcing)
-    model = train_stream(args.store, loss=args.loss, sigma=args.sigma, lam=args.lam,
+    model = train_stream(args.store, loss=args.loss, sigma=args.sigma, sigma_path=args.sigma_path,
+                         lam=args.lam,
                          solver=args.solver, tol=args.tol, abs_tol=args.abs_tol,
                          liblinear_tol=args.liblinear_tol, max_iter=args.max_iter,
                          fit_intercept=args.intercept, n_threads=args.threads,

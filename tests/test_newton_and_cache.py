@@ -122,3 +122,20 @@ def test_user_built_family_loss_trains_like_the_named_one(a9a):
                for loss, sigma in ((built, None), ("psi_g", 2.0 ** -3))]
     assert all(r.converged for r in results)
     assert results[0].f == pytest.approx(results[1].f, rel=1e-9)
+
+
+def test_sigma_path_reaches_the_same_optimum(a9a):
+    """Continuation through larger sigmas ends at the optimum of the last one."""
+    from streamssvm import train_stream
+
+    X, y = a9a
+    direct = train_stream(X, y, loss="psi_g", sigma=2.0 ** -6, lam=1e-4, tol=1e-6, progress=False)
+    path = train_stream(X, y, loss="psi_g", sigma=2.0 ** -6, sigma_path=(2.0 ** -2, 2.0 ** -4),
+                        lam=1e-4, tol=1e-6, progress=False)
+    assert path.params["converged"] and direct.params["converged"]
+    grads = path.params["grad_norm"] ** 2 + direct.params["grad_norm"] ** 2
+    assert abs(path.params["objective"] - direct.params["objective"]) <= grads / 2e-4
+    sigmas = [h["sigma"] for h in path.history]
+    assert sigmas[0] == 2.0 ** -2 and sigmas[-1] == 2.0 ** -6 and sigmas == sorted(sigmas, reverse=True)
+    passes = [h["passes"] for h in path.history]
+    assert passes == sorted(passes) and passes[-1] == path.params["passes"]
