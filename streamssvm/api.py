@@ -61,7 +61,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     sigma_path : sequence of float
         Continuation for a small sigma: solve at each of these widths first (to the same
         tolerance), each warm-started from the last, then at ``sigma``. For psi_G at
-        sigma = 2^-6 on news20, (2^-2, 2^-4) saved a quarter to a third of the time.
+        sigma = 2^-6 on news20 from a store, (2^-2, 2^-4) took 57 passes instead of 88 and
+        stopped twice as close to the optimal objective, in about the same time.
     n_threads : int, optional
         Kernel threads (default all cores numba sees).
     progress : bool
