@@ -11,7 +11,8 @@ import pytest
 import scipy.sparse as sp
 
 from streamssvm import Model, train_stream
-from streamssvm.data import InMemorySource, Store, StoreWriter
+from streamssvm.data import InMemorySource, Store
+from streamssvm.data import store
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -35,14 +36,8 @@ def load(name, n_rows=None, n_features=None):
 
 def write_store(path, X, y, compression=None, value_dtype=None, **blocking):
     """A real store file holding X, y, cut as InMemorySource(**blocking) cuts it."""
-    source = InMemorySource(X, y, **blocking)
-    with StoreWriter(path, value_dtype=value_dtype or source.value_dtype.name,
-                     compression=compression) as writer:
-        for b in source.iter_blocks():
-            start, stop = int(b.indptr[0]), int(b.indptr[-1])
-            writer.add_block(b.indptr - start, b.indices[start:stop], b.data[start:stop], b.y)
-        writer.close(source.n_features, source.classes)
-    return path
+    return store.write_store(path, InMemorySource(X, y, **blocking), value_dtype=value_dtype,
+                             compression=compression)
 
 
 def blobs(n=400, d=20, labels=(-1.0, 1.0), seed=0):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_svmlight_file
 
-from streamssvm.data import InMemorySource, Store, StoreWriter
+from streamssvm.data import InMemorySource, Store, write_store
 from streamssvm.objective import SmoothSVMObjective
 from streamssvm.solvers import newton, tron
 
@@ -28,13 +28,7 @@ def a9a():
 def a9a_store(a9a, tmp_path_factory):
     """The same rows as an HDF5 store of uneven blocks."""
     path = tmp_path_factory.mktemp("store") / "a9a.h5"
-    source = InMemorySource(*a9a, block_rows=777)
-    with StoreWriter(path, value_dtype="float64") as writer:
-        for b in source.iter_blocks():
-            lo, hi = b.indptr[0], b.indptr[-1]
-            writer.add_block(b.indptr - lo, b.indices[lo:hi], b.data[lo:hi], b.y)
-        writer.close(source.n_features, source.classes)
-    return path
+    return write_store(path, InMemorySource(*a9a, block_rows=777), value_dtype="float64")
 
 
 @pytest.mark.parametrize("loss,sigma", [("squared_hinge", None), ("logistic", None),

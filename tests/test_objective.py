@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from streamssvm.data import InMemorySource, Store, StoreWriter
+from streamssvm.data import InMemorySource, Store
+from streamssvm.data import store
 from streamssvm.losses import get_loss
 from streamssvm.objective import SmoothSVMObjective
 
@@ -69,14 +70,8 @@ def _load(name):
 
 def write_store(path, X, y, compression=None, value_dtype=None, **blocking):
     """A real store file holding X, y, cut as InMemorySource(**blocking) cuts it."""
-    source = InMemorySource(X, y, **blocking)
-    with StoreWriter(path, value_dtype=value_dtype or source.value_dtype.name,
-                     compression=compression) as writer:
-        for b in source.iter_blocks():
-            start, stop = int(b.indptr[0]), int(b.indptr[-1])
-            writer.add_block(b.indptr - start, b.indices[start:stop], b.data[start:stop], b.y)
-        writer.close(source.n_features, source.classes)
-    return path
+    return store.write_store(path, InMemorySource(X, y, **blocking), value_dtype=value_dtype,
+                             compression=compression)
 
 
 def point(objective, seed=1, scale=0.6):

@@ -3,7 +3,7 @@
 import numpy as np
 import scipy.sparse as sp
 
-from streamssvm.data import InMemorySource, Store, StoreWriter
+from streamssvm.data import InMemorySource, Store, write_store
 
 
 def test_transient_blocks_equal_fresh_blocks_within_their_window(tmp_path):
@@ -11,12 +11,7 @@ def test_transient_blocks_equal_fresh_blocks_within_their_window(tmp_path):
     X = sp.random(3000, 40, density=0.2, format="csr", random_state=rng, dtype=np.float32)
     y = rng.choice([-1, 1], 3000)
     source = InMemorySource(X, y, block_rows=97)  # uneven: 31 blocks, the last short
-    path = tmp_path / "s.h5"
-    with StoreWriter(path) as writer:
-        for b in source.iter_blocks():
-            lo, hi = b.indptr[0], b.indptr[-1]
-            writer.add_block(b.indptr - lo, b.indices[lo:hi], b.data[lo:hi], b.y)
-        writer.close(40, source.classes)
+    path = write_store(tmp_path / "s.h5", source)
     with Store(path) as store:
         fresh = list(store.iter_blocks())
         order = list(range(store.n_blocks))[::-1]

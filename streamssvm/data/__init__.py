@@ -3,8 +3,8 @@
 from .convert import convert_svmlight
 from .memory import InMemorySource
 from .source import Block, BlockSource
-from .store import Store, StoreError, StoreWriter
+from .store import Store, StoreError, StoreWriter, write_store
 from .svmlight import SvmlightFormatError
 
 __all__ = ["Block", "BlockSource", "InMemorySource", "Store", "StoreError", "StoreWriter",
-           "SvmlightFormatError", "convert_svmlight"]
+           "SvmlightFormatError", "convert_svmlight", "write_store"]

@@ -273,3 +273,15 @@ def _check_block(path, k, arrays, n_features):
         raise StoreError(f"{path}: block {k}: column index outside 0..{n_features - 1}")
     if len(y) and np.any(np.abs(y) != 1):
         raise StoreError(f"{path}: block {k}: labels other than -1/+1")
+
+
+def write_store(path, source, value_dtype=None, **writer_options):
+    """Write any BlockSource (an in-memory matrix, another store) as a store, keeping its
+    blocks; ``writer_options`` as for :class:`StoreWriter`. Returns ``path``."""
+    value_dtype = value_dtype or source.value_dtype.name
+    with StoreWriter(path, value_dtype=value_dtype, **writer_options) as writer:
+        for b in source.iter_blocks(transient=True):
+            lo, hi = int(b.indptr[0]), int(b.indptr[-1])
+            writer.add_block(b.indptr - lo, b.indices[lo:hi], b.data[lo:hi], b.y)
+        writer.close(source.n_features, source.classes)
+    return path

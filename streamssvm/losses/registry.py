@@ -53,7 +53,6 @@ Notes on the paper (Luo, Qiao & Zhang, "Learning with smooth hinge losses"):
 """
 
 import math
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
