@@ -1,8 +1,6 @@
 """train_stream and Model: matrix vs store, save / load, labels, scoring, errors, accuracy."""
 
-import io
 import json
-import lzma
 import os
 from pathlib import Path
 
@@ -10,28 +8,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from shared_data import load_shared as load
 from streamssvm import Model, train_stream
 from streamssvm.data import InMemorySource, Store
 from streamssvm.data import store
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
-_CACHE = {}
-
-
-def load(name, n_rows=None, n_features=None):
-    key = (name, n_features)
-    if key not in _CACHE:
-        from sklearn.datasets import load_svmlight_file
-        path = DATA / f"{name}.svm.xz"
-        if not path.exists():
-            pytest.skip(f"{path} not found")
-        X, y = load_svmlight_file(io.BytesIO(lzma.open(path).read()), n_features=n_features)
-        X = sp.csr_matrix(X)
-        X.indices = X.indices.astype(np.int32)
-        _CACHE[key] = (X, y)
-    X, y = _CACHE[key]
-    return (X, y) if n_rows is None else (X[:n_rows], y[:n_rows])
 
 
 def write_store(path, X, y, compression=None, value_dtype=None, **blocking):

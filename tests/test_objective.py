@@ -5,20 +5,17 @@ for invariance: one block vs many uneven blocks, an in-memory source vs a real H
 (plain and gzip), one thread vs two.
 """
 
-import io
-import lzma
-from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from shared_data import load_shared
 from streamssvm.data import InMemorySource, Store
 from streamssvm.data import store
 from streamssvm.losses import get_loss
 from streamssvm.objective import SmoothSVMObjective
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 LOSSES = [
     pytest.param("psi_g", 2.0 ** -3, id="psi_g-2^-3"),
@@ -48,24 +45,10 @@ def random_problem(n=300, d=40, density=0.2, dtype=np.float64, seed=0):
 
 
 def a9a_subset(n_rows):
-    X, y = _load("a9a")
+    X, y = load_shared("a9a")
     return X[:n_rows], y[:n_rows]
 
 
-_CACHE = {}
-
-
-def _load(name):
-    if name not in _CACHE:
-        from sklearn.datasets import load_svmlight_file
-        path = DATA / f"{name}.svm.xz"
-        if not path.exists():
-            pytest.skip(f"{path} not found")
-        X, y = load_svmlight_file(io.BytesIO(lzma.open(path).read()))
-        X = sp.csr_matrix(X)
-        X.indices = X.indices.astype(np.int32)
-        _CACHE[name] = (X, y)
-    return _CACHE[name]
 
 
 def write_store(path, X, y, compression=None, value_dtype=None, **blocking):

@@ -6,10 +6,7 @@ LIBLINEAR's stopping rule for -s 0 / -s 2 is ||g|| <= eps max(min(#pos, #neg), 1
 scale-free, so ``liblinear_tol=True`` with the same eps is the same rule.
 """
 
-import io
-import lzma
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,31 +14,16 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.special import ndtr
 
+from shared_data import load_shared as load
 from streamssvm import ConvergenceWarning
 from streamssvm.data import InMemorySource
 from streamssvm.objective import SmoothSVMObjective
 from streamssvm.solvers import tron
 from streamssvm.solvers.common import stopping_threshold
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 HISTORY_FIELDS = {"iteration", "f", "grad_norm", "cg_steps", "delta", "passes", "seconds",
                   "accepted"}
 
-_CACHE = {}
-
-
-def load(name, n_rows=None):
-    if name not in _CACHE:
-        from sklearn.datasets import load_svmlight_file
-        path = DATA / f"{name}.svm.xz"
-        if not path.exists():
-            pytest.skip(f"{path} not found")
-        X, y = load_svmlight_file(io.BytesIO(lzma.open(path).read()))
-        X = sp.csr_matrix(X)
-        X.indices = X.indices.astype(np.int32)
-        _CACHE[name] = (X, y)
-    X, y = _CACHE[name]
-    return (X, y) if n_rows is None else (X[:n_rows], y[:n_rows])
 
 
 def solve(objective, **options):
