@@ -138,6 +138,18 @@ _BIT52, _BIT53 = np.uint64(1 << 52), np.uint64(1 << 53)
 _BELOW = tuple(np.uint64(1 << k) for k in (32, 48, 56, 60, 62, 63))
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _accumulate_digits(buf, pos, end, value):
+    """Append the decimal digits at ``buf[pos:end]`` to ``value``: (value, end of digits)."""
+    while pos < end:
+        d = buf[pos] - 48
+        if d < 0 or d > 9:
+            break
+        value = value * 10 + d
+        pos += 1
+    return value, pos
+
+
 @njit(cache=True, nogil=True)
 def _is_blank(c):
     return c == 32 or c == 9 or c == 13 or c == 11 or c == 12
@@ -240,12 +252,7 @@ def _parse_number(buf, pos, end, pow10, pow5):
     while pos < end and buf[pos] == 48:
         pos += 1
     sig_start = pos
-    while pos < end:
-        d = buf[pos] - 48
-        if d < 0 or d > 9:
-            break
-        mant = mant * 10 + d
-        pos += 1
+    mant, pos = _accumulate_digits(buf, pos, end, mant)
     n_sig = pos - sig_start
     n_digits = pos - int_start
     if pos < end and buf[pos] == 46:  # '.'
@@ -255,12 +262,7 @@ def _parse_number(buf, pos, end, pow10, pow5):
             while pos < end and buf[pos] == 48:
                 pos += 1
         sig_start = pos
-        while pos < end:
-            d = buf[pos] - 48
-            if d < 0 or d > 9:
-                break
-            mant = mant * 10 + d
-            pos += 1
+        mant, pos = _accumulate_digits(buf, pos, end, mant)
         n_sig += pos - sig_start
         n_digits += pos - frac_start
         exp10 = frac_start - pos
@@ -511,12 +513,7 @@ def parse_lines(buf, end, state, fstate, y, indptr, indices, values, slow, pow10
             while pos < end and buf[pos] == 48:
                 pos += 1
             sig_start = pos
-            while pos < end:
-                d = buf[pos] - 48
-                if d < 0 or d > 9:
-                    break
-                idx = idx * 10 + d
-                pos += 1
+            idx, pos = _accumulate_digits(buf, pos, end, idx)
             n_dig = pos - idx_start
             if pos - sig_start > 12:  # idx may have wrapped: report it as too large
                 idx = 1 << 40
