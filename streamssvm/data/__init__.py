@@ -4,7 +4,8 @@ from .convert import convert_svmlight
 from .memory import InMemorySource
 from .source import Block, BlockSource
 from .store import Store, StoreError, StoreWriter, write_store
+from .subset import RowSubset
 from .svmlight import SvmlightFormatError
 
-__all__ = ["Block", "BlockSource", "InMemorySource", "Store", "StoreError", "StoreWriter",
-           "SvmlightFormatError", "convert_svmlight", "write_store"]
+__all__ = ["Block", "BlockSource", "InMemorySource", "RowSubset", "Store", "StoreError",
+           "StoreWriter", "SvmlightFormatError", "convert_svmlight", "write_store"]
