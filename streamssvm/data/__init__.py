@@ -4,8 +4,9 @@ from .convert import convert_svmlight
 from .memory import InMemorySource
 from .source import Block, BlockSource
 from .store import Store, StoreError, StoreWriter, write_store
+from .storeset import StoreSet
 from .subset import RowSubset
 from .svmlight import SvmlightFormatError
 
 __all__ = ["Block", "BlockSource", "InMemorySource", "RowSubset", "Store", "StoreError",
-           "StoreWriter", "SvmlightFormatError", "convert_svmlight", "write_store"]
+           "StoreSet", "StoreWriter", "SvmlightFormatError", "convert_svmlight", "write_store"]
