@@ -770,12 +770,12 @@ class BlockParser:
         """``(classes, flip)``: the label values standing for -1 and +1, and whether the
         provisional codes of the emitted blocks must be negated to match them."""
         st, fst = self._state, self._fstate
+        if self.n_samples + st[S_ROWS] == 0:  # also with fixed classes: no empty stores
+            raise SvmlightFormatError(f"{self.name}: no data lines (nothing but blank lines "
+                                      f"and comments)")
         if st[S_FIXED]:
             return (float(fst[F_C0]), float(fst[F_C1])), False
         first = float(fst[F_C0]) + 0.0  # -0.0 -> 0.0
-        if st[S_N_CLASSES] == 0:
-            raise SvmlightFormatError(f"{self.name}: no data lines (nothing but blank lines "
-                                      f"and comments)")
         if st[S_N_CLASSES] == 1:
             if first not in (-1.0, 1.0):
                 raise SvmlightFormatError(
@@ -850,14 +850,16 @@ class BlockParser:
         st[S_BASE] = 0
         st[S_AUTO] = 0
         self.rebase_line = int(st[S_LINE]) + 1
+        # the largest index read one-based is now one column further right
+        limit, max_raw = int(st[S_LIMIT]), int(st[S_MAX_RAW])
+        problem = ("does not fit in 32 bits" if max_raw >= _INT32_MAX else
+                   f">= n_features={limit}" if 0 <= limit <= max_raw else None)
+        if problem:
+            raise SvmlightFormatError(
+                self._where(int(st[S_MAX_LINE]), int(st[S_MAX_COL])) + f"index {max_raw} "
+                f"{problem} (the file is zero-based: index 0 appears at line {self.rebase_line})")
         nnz = int(st[S_NNZ])
         self._indices[:nnz] += 1
-        limit = st[S_LIMIT]
-        if limit >= 0 and st[S_MAX_RAW] >= limit:
-            raise SvmlightFormatError(
-                f"{self.name}: line {st[S_MAX_LINE] + 1}, column {st[S_MAX_COL]}: index "
-                f"{st[S_MAX_RAW]} >= n_features={limit} (the file is zero-based: index 0 "
-                f"appears at line {self.rebase_line})")
         if self.n_blocks and self._on_rebase is not None:
             self._on_rebase()
 
