@@ -1,0 +1,98 @@
+"""The objective's oracle computed by Dask workers, for the same solvers as locally."""
+
+import numpy as np
+
+from ..objective import SmoothSVMObjective
+from ..objective.smooth_svm import PointState
+from .stores import DaskStores
+
+
+class DaskObjective(SmoothSVMObjective):
+    """L(w) of :class:`~streamssvm.objective.SmoothSVMObjective` over stores held by Dask
+    workers: the same oracle (``evaluate``, ``hessp``, ``hess_diag``, ``value_on_segment``,
+    ``value``) and the same calls cached, so TRON and Newton run on it unchanged.
+
+    Every call runs on all shards of ``source`` at once; each worker keeps its shard's
+    margins, curvature and curved rows of every point alive on the driver (a PointState's
+    ``margins`` is a :class:`~streamssvm.distributed.stores.PointHandle`, its
+    ``curvature`` None), and returns its shard's unscaled sums, which are added across
+    workers and then scaled and regularised here exactly as locally.
+
+    Parameters
+    ----------
+    source : DaskStores
+    loss, lam, sigma, fit_intercept, intercept_scaling
+        As for SmoothSVMObjective.
+    n_threads : int, optional
+        Kernel threads on each worker (default: numba's thread count there).
+    progress : bool
+        Ignored: blocks are read on the workers (the solvers' bars still show iterations).
+    cache_curved : bool or "auto"
+        Workers keep the rows with curvature for ``hessp`` ("auto": yes, as for stores).
+    cache_bytes : int, optional
+        Memory for that copy on each worker, per shard (default a quarter of what the
+        worker may still use).
+
+    Attributes
+    ----------
+    passes, cached_sweeps : int
+        As for SmoothSVMObjective: a ``hessp`` counts as a pass when any shard read its
+        blocks.
+    recomputed_points : int
+        Shard states recomputed on a worker that did not hold them (after a lost worker).
+    """
+
+    def __init__(self, source, loss, lam, sigma=None, fit_intercept=False,
+                 intercept_scaling=1.0, n_threads=None, progress=False, cache_curved="auto",
+                 cache_bytes=None):
+        if not isinstance(source, DaskStores):
+            raise TypeError(f"DaskObjective needs DaskStores, got {type(source).__name__}")
+        # one scatter row on the driver: it holds the workers' summed vector for _merged
+        super().__init__(source, loss, lam, sigma=sigma, fit_intercept=fit_intercept,
+                         intercept_scaling=intercept_scaling, n_threads=1,
+                         cache_curved=cache_curved, cache_bytes=0)
+        self._config = dict(loss=self.loss, lam=self.lam, fit_intercept=fit_intercept,
+                            intercept_scaling=intercept_scaling, n_threads=n_threads,
+                            cache_curved=True if cache_curved == "auto" else cache_curved,
+                            cache_bytes=cache_bytes)
+        self._id = source.register(self)
+        self.recomputed_points = 0
+
+    def _run(self, method, points=(), args=(), vector=False):
+        loss, summed, counts = self.source.run(method, self._id, self._config, points, args,
+                                               vector)
+        self.recomputed_points += counts["recomputed"]
+        if method in ("evaluate", "value"):
+            self.passes += 1
+        elif method in ("hessp", "hess_diag"):
+            self.passes += counts["streamed"] > 0
+            self.cached_sweeps += counts["streamed"] == 0
+        return loss, summed
+
+    def _scaled(self, summed, x):
+        """lam * x (intercept excluded) + summed / n, as the local objective merges."""
+        self._scatter[0] = summed
+        return self._merged(x, self.lam)
+
+    def evaluate(self, w):
+        """L(w), its gradient, and the point's state kept on the workers."""
+        w = self._check(w)
+        handle = self.source.new_point(w)
+        loss, summed = self._run("evaluate", [handle], vector=True)
+        return PointState(w, self._total(w, loss), self._scaled(summed, w), handle, None)
+
+    def value(self, w):
+        w = self._check(w)
+        return self._total(w, self._run("value", args=(w,))[0])
+
+    def value_on_segment(self, state, trial, alpha):
+        loss = self._run("value_on_segment", [state.margins, trial.margins], (float(alpha),))[0]
+        return self._total(state.w + alpha * (trial.w - state.w), loss)
+
+    def hessp(self, state, s):
+        s = self._check(s)
+        return self._scaled(self._run("hessp", [state.margins], (s,), vector=True)[1], s)
+
+    def hess_diag(self, state):
+        summed = self._run("hess_diag", [state.margins], vector=True)[1]
+        return self._scaled(summed, np.ones(self.n_variables))
