@@ -32,6 +32,8 @@ class DaskObjective(SmoothSVMObjective):
     cache_bytes : int, optional
         Memory for that copy on each worker, per shard (default a quarter of what the
         worker may still use).
+    sample_weight : None
+        Row weights are not supported here (a ValueError if given).
 
     Attributes
     ----------
@@ -44,9 +46,11 @@ class DaskObjective(SmoothSVMObjective):
 
     def __init__(self, source, loss, lam, sigma=None, fit_intercept=False,
                  intercept_scaling=1.0, n_threads=None, progress=False, cache_curved="auto",
-                 cache_bytes=None):
+                 cache_bytes=None, sample_weight=None):
         if not isinstance(source, DaskStores):
             raise TypeError(f"DaskObjective needs DaskStores, got {type(source).__name__}")
+        if sample_weight is not None:
+            raise ValueError("sample_weight is not supported across Dask workers")
         # one scatter row on the driver: it holds the workers' summed vector for _merged
         super().__init__(source, loss, lam, sigma=sigma, fit_intercept=fit_intercept,
                          intercept_scaling=intercept_scaling, n_threads=1,

@@ -43,8 +43,8 @@ class PointHandle:
 
     __slots__ = ("id", "w", "w_future", "__weakref__")
 
-    def __init__(self, point_id, w, w_future):
-        self.id, self.w, self.w_future = point_id, w, w_future
+    def __init__(self, point_id, w):
+        self.id, self.w, self.w_future = point_id, w, None  # scattered with its first call
 
 
 class DaskStores(StoreSet):
@@ -148,7 +148,7 @@ class DaskStores(StoreSet):
 
     def new_point(self, w):
         """A handle of the point ``w``; the workers drop the point once it is gone."""
-        handle = PointHandle(next(self._ids), w, None)
+        handle = PointHandle(next(self._ids), w)
         weakref.finalize(handle, self._released[0].append, handle.id)
         return handle
 
@@ -175,9 +175,8 @@ class DaskStores(StoreSet):
         (float, array of shape (n_variables,) or None, dict)
             The summed loss, vector and counters of :func:`run_shard`.
         """
-        release = tuple(list(ids) for ids in self._released)
-        for ids in self._released:
-            ids.clear()
+        # popped one by one: a finalizer may append from another thread meanwhile
+        release = tuple([ids.pop() for _ in range(len(ids))] for ids in self._released)
         parts = [None] * len(self.shard_specs)
         while True:
             try:

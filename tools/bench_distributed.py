@@ -1,0 +1,190 @@
+"""Benchmark of training across Dask workers (issue 9): seconds per pass and scaling.
+
+Prints, on one store (page-cached after a first pass, so that passes are bound by the
+kernels and the transport, not by the disk):
+  (a) the local objective's seconds per pass, ``evaluate`` (f, gradient, curvature) and a
+      streamed ``hessp``, with 1 and 2 kernel threads;
+  (b) the same passes through DaskObjective on a LocalCluster of 1 and of 2 worker
+      processes (one kernel thread each), and the scaling ratio 1 worker / 2 workers;
+  (c) the ways of summing one d-vector per worker for d = 1M floats on 2 workers: a tree
+      of additions on the workers then one transfer (what DaskObjective does), gathering
+      every vector to the driver and adding there, and the broadcast of a d-vector to the
+      workers that every call starts with.
+The median of ``--repeats`` timings is printed; on a machine where other jobs run, the
+spread is printed too and says how far to trust the numbers.
+
+Example:
+    python tools/bench_distributed.py --svm bench-data/synth-200M.svm
+    python tools/bench_distributed.py --store some.h5 --repeats 7
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from streamssvm import Store, convert_svmlight  # noqa: E402
+from streamssvm.objective import SmoothSVMObjective  # noqa: E402
+
+
+def timed(fn, repeats):
+    """(median, min, max) seconds of ``repeats`` calls of ``fn``, after one warm-up call."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), min(times), max(times)
+
+
+def show(label, stats):
+    median, lo, hi = stats
+    print(f"  {label:<44} {median:8.4f} s  (min {lo:.4f}, max {hi:.4f})")
+    return median
+
+
+def pass_times(objective, w, s, repeats):
+    """Seconds of an ``evaluate`` pass and of a streamed ``hessp`` pass."""
+    state = objective.evaluate(w)
+    return (timed(lambda: objective.evaluate(w), repeats),
+            timed(lambda: objective.hessp(state, s), repeats))
+
+
+def section_local(store, w, s, args):
+    print(f"(a) local objective, {store.path}")
+    out = {}
+    for threads in (1, 2):
+        objective = SmoothSVMObjective(store, args.loss, args.lam, n_threads=threads,
+                                       cache_curved=False)
+        evaluate, hessp = pass_times(objective, w, s, args.repeats)
+        out[threads] = (show(f"evaluate, {threads} thread(s)", evaluate),
+                        show(f"hessp (streamed), {threads} thread(s)", hessp))
+    return out
+
+
+def section_dask(path, w, s, args):
+    from distributed import Client, LocalCluster
+
+    from streamssvm.distributed import DaskObjective, DaskStores
+
+    print("(b) DaskObjective on a LocalCluster (1 kernel thread per worker)")
+    out = {}
+    for n_workers in (1, 2):
+        with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as client, \
+                DaskStores(path, client) as stores:
+            objective = DaskObjective(stores, args.loss, args.lam, n_threads=1,
+                                      cache_curved=False)
+            evaluate, hessp = pass_times(objective, w, s, args.repeats)
+            out[n_workers] = (show(f"evaluate, {n_workers} worker(s)", evaluate),
+                              show(f"hessp (streamed), {n_workers} worker(s)", hessp))
+    print(f"  scaling 1 -> 2 workers: evaluate {out[1][0] / out[2][0]:.2f}x, "
+          f"hessp {out[1][1] / out[2][1]:.2f}x")
+    return out
+
+
+def section_reduction(args):
+    """(c): the sum of one d-vector per worker, two ways, and the broadcast."""
+    from distributed import Client, LocalCluster
+
+    from streamssvm.distributed.worker import add_partials
+
+    d = args.reduce_d
+    vector = np.random.default_rng(0).random(d)
+    for n_workers in args.reduce_workers:
+        print(f"(c) summing one d-vector per worker, d = {d:,} float64, {n_workers} workers")
+        with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            workers = sorted(client.nthreads())
+
+            def held_parts():
+                """One (loss, vector, counts) per worker, computed and held there."""
+                futures = [client.submit(
+                    lambda seed: (0.0, np.random.default_rng(seed).random(d), {}), k,
+                    workers=[w], pure=False) for k, w in enumerate(workers)]
+                client.gather(futures)
+                return futures
+
+            def tree():
+                futures = held_parts()
+                start = time.perf_counter()
+                while len(futures) > 1:
+                    pairs = [client.submit(add_partials, a, b, pure=False)
+                             for a, b in zip(futures[0::2], futures[1::2])]
+                    futures = pairs + futures[len(pairs) * 2:]
+                futures[0].result()
+                return time.perf_counter() - start
+
+            def driver():
+                futures = held_parts()
+                start = time.perf_counter()
+                parts = client.gather(futures)
+                total = parts[0]
+                for part in parts[1:]:
+                    total = add_partials(total, part)
+                return time.perf_counter() - start
+
+            for label, fn in (("pairwise tree on the workers, one transfer", tree),
+                              ("gather all to the driver, add there", driver)):
+                fn()
+                times = [fn() for _ in range(args.repeats)]
+                show(label, (statistics.median(times), min(times), max(times)))
+            show("broadcast one d-vector to every worker",
+                 timed(lambda: client.scatter(vector, workers=workers, broadcast=True,
+                                              hash=False).result(), args.repeats))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    source = ap.add_mutually_exclusive_group(required=True)
+    source.add_argument("--store", help="a store")
+    source.add_argument("--svm", help="svmlight text, converted into a temporary store")
+    ap.add_argument("--loss", default="psi_g")
+    ap.add_argument("--lam", type=float, default=1e-5)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--reduce-d", type=int, default=1_000_000)
+    ap.add_argument("--reduce-workers", type=int, nargs="+", default=[2, 4],
+                    help="cluster sizes for (c) (default 2 4; 4 oversubscribes 2 cores, "
+                         "but the sums are bound by transfers)")
+    ap.add_argument("--skip-passes", action="store_true", help="only (c)")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        if not args.skip_passes:
+            section_passes(args, tmp)
+    section_reduction(args)
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
+
+
+def section_passes(args, tmp):
+    """Sections (a) and (b) on the store (converted into ``tmp`` if given as text)."""
+    path = args.store
+    if path is None:
+        path = os.path.join(tmp, "bench.h5")
+        start = time.perf_counter()
+        convert_svmlight(args.svm, path, progress=False)
+        print(f"converted {args.svm} in {time.perf_counter() - start:.1f} s")
+    with Store(path) as store:
+        print(f"{store.n_samples:,} rows, {store.n_features:,} features, "
+              f"{store.nnz:,} nonzeros, {store.n_blocks} blocks, "
+              f"{os.path.getsize(path) / 2**20:.0f} MiB; loss {args.loss}, "
+              f"lambda {args.lam:g}; load average {os.getloadavg()[0]:.1f} on "
+              f"{os.cpu_count()} cores")
+        rng = np.random.default_rng(0)
+        w = rng.standard_normal(store.n_features) / np.sqrt(store.n_features)
+        s = rng.standard_normal(store.n_features)
+        local = section_local(store, w, s, args)
+    dask = section_dask(path, w, s, args)
+    print(f"  2 workers against the local objective with 2 threads: evaluate "
+          f"{local[2][0] / dask[2][0]:.2f}x, hessp {local[2][1] / dask[2][1]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
