@@ -8,6 +8,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 PRECONDITIONER_WEIGHT = 0.01
+ARMIJO_ETA = 0.01
+MAX_HALVINGS = 60  # a Newton step along a nearly flat direction (an intercept) can be huge
 
 
 class ConvergenceWarning(UserWarning):
@@ -59,6 +61,26 @@ def diag_preconditioner(objective, state, enabled):
     if not enabled:
         return None
     return (1 - PRECONDITIONER_WEIGHT) + PRECONDITIONER_WEIGHT * objective.hess_diag(state)
+
+
+def line_search(objective, state, direction, eta=ARMIJO_ETA):
+    """Armijo backtracking from ``state`` along ``direction`` (a descent direction).
+
+    The full step is evaluated (one pass); if it fails f <= f(w) + eta t g.d, the steps
+    t = 2^-k (k = 1..60) are tried from the margins of the two points (no pass), and the
+    first that passes is evaluated (one more pass). Returns ``(PointState, t)``, or
+    ``(None, 0.0)`` when no step passes.
+    """
+    gd = float(state.grad @ direction)
+    trial = objective.evaluate(state.w + direction)
+    if trial.f - state.f <= eta * gd:
+        return trial, 1.0
+    step = 0.5
+    while step >= 2.0 ** -MAX_HALVINGS:
+        if objective.value_on_segment(state, trial, step) - state.f <= eta * step * gd:
+            return objective.evaluate(state.w + step * direction), step
+        step /= 2
+    return None, 0.0
 
 
 def m_dot(u, v, precond, work=None):

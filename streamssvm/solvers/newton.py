@@ -18,11 +18,7 @@ Newton frameworks for large-scale linear classification", ACML 2018.
 
 import numpy as np
 
-from .common import PreconditionedCG, Run, diag_preconditioner
-
-ARMIJO_ETA = 0.01
-MAX_HALVINGS = 20
-
+from .common import PreconditionedCG, Run, diag_preconditioner, line_search
 
 def _newton_cg(objective, state, precond, eps_cg):
     """Preconditioned CG on H s = -g, stopped when the quadratic model's decrease stalls:
@@ -46,17 +42,6 @@ def _newton_cg(objective, state, precond, eps_cg):
         q_prev = q
         cg.next_direction()
     return s, steps
-
-
-def _backtrack(objective, state, full, gs):
-    """The largest step 2^-k (k = 1..20) meeting Armijo's condition, from the margins of
-    the current point and of the full step (no pass); 0 if none does."""
-    step = 0.5
-    while step >= 2.0 ** -MAX_HALVINGS:
-        if objective.value_on_segment(state, full, step) - state.f <= ARMIJO_ETA * step * gs:
-            return step
-        step /= 2
-    return 0.0
 
 
 def newton(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=1000,
@@ -85,16 +70,11 @@ def newton(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_
         state = run.state
         precond = diag_preconditioner(objective, state, preconditioner)
         s, steps = _newton_cg(objective, state, precond, eps_cg)
-        gs = float(state.grad @ s)
-        trial = objective.evaluate(state.w + s)
-        step = 1.0
-        if trial.f - state.f > ARMIJO_ETA * gs:
-            step = _backtrack(objective, state, trial, gs)
-            if step == 0.0:
-                run.record(steps, False, step=0.0)
-                message = "line search failed"
-                break
-            trial = objective.evaluate(state.w + step * s)
+        trial, step = line_search(objective, state, s)
+        if trial is None:
+            run.record(steps, False, step=0.0)
+            message = "line search failed"
+            break
         run.accept(trial)
         run.record(steps, True, step=step)
         if abs(state.f - trial.f) <= 1e-12 * abs(trial.f):

@@ -1,0 +1,328 @@
+"""Numba kernels of the stochastic solvers: one call runs the updates of one block's rows.
+
+Every kernel visits the rows of a block in the order given by ``order`` (positions in the
+block) and updates the solver's state in place, so a solver streams a store block by block
+and keeps nothing but its state between calls. Scalars that must survive between calls
+travel in a small float64 array ``state`` (indices below); the intercept (when ``bias`` is
+not 0) is the scalar ``state[INTERCEPT]``, never shrunk by the L2 term.
+
+Sparse steps stay O(nnz of the row), never O(n_features):
+
+- SGD keeps w = scale * v, so the shrink w <- (1 - eta lam) w is one multiplication of
+  ``scale`` (Bottou; lightning). Its average (ASGD) is sum_k w_k = u + c v with a second
+  vector u changed only on the row's features (Xu 2011).
+- SVRG keeps w = scale * v + r * mu with mu the loss part of the snapshot's full gradient:
+  the dense part of every step changes the two scalars only.
+- SAGA adds the dense average gradient lazily: coordinate j is brought up to date only
+  when a row touches it, from prefix sums of eta / scale (Schmidt, Le Roux & Bach's
+  just-in-time updates), and all coordinates at the end of an epoch.
+- SDCA updates w by the change of one dual variable times the row.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..losses._scalar import HINGE
+from ..losses._scalar import conjugate_with_params as conjugate
+from ..losses._scalar import derivatives_with_params as derivatives
+
+# state[...] of the SGD kernels
+SCALE = 0          # w = scale * v
+STEP = 1           # steps taken so far (t)
+V_NORM2 = 2        # ||v||^2, kept only when projecting (Pegasos)
+AVG_C = 3          # sum of w over the averaged steps = u + AVG_C * v
+AVG_COUNT = 4      # steps averaged
+INTERCEPT = 5
+AVG_INTERCEPT = 6  # sum of the intercepts over the averaged steps
+SGD_STATE_SIZE = 7
+
+# learning-rate schedules
+OPTIMAL = 0        # 1 / (lam (t0 + t)); Pegasos is t0 = 0
+CONSTANT = 1       # eta0
+INVSCALING = 2     # eta0 / t^power_t
+
+_RESCALE_BELOW = 1e-9  # fold scale into v below this, before v's entries grow too large
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _row_dot(indptr, indices, data, i, v):
+    acc = 0.0
+    for k in range(indptr[i], indptr[i + 1]):
+        acc += data[k] * v[indices[k]]
+    return acc
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _row_axpy(indptr, indices, data, i, coef, v):
+    for k in range(indptr[i], indptr[i + 1]):
+        v[indices[k]] += coef * data[k]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _row_norm2(indptr, indices, data, i):
+    acc = 0.0
+    for k in range(indptr[i], indptr[i + 1]):
+        acc += data[k] * data[k]
+    return acc
+
+
+@njit(cache=True, nogil=True)
+def learning_rate(schedule, t, lam, eta0, power_t, t0):
+    """eta_t of step t >= 1 (the paper's exogenous rate)."""
+    if schedule == OPTIMAL:
+        return 1.0 / (lam * (t0 + t))
+    if schedule == CONSTANT:
+        return eta0
+    return eta0 / t ** power_t
+
+
+@njit(cache=True, nogil=True)
+def _sgd_fold_scale(v, state, averaging):
+    """v <- scale * v, scale <- 1 (the represented w and its average unchanged)."""
+    scale = state[SCALE]
+    v *= scale
+    state[V_NORM2] *= scale * scale
+    if averaging:
+        state[AVG_C] /= scale
+    state[SCALE] = 1.0
+
+
+@njit(cache=True, nogil=True)
+def sgd_rows(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma, theta, params,
+             lam, schedule, eta0, power_t, t0, radius, avg_start):
+    """SGD steps w <- (1 - eta_t lam) w - eta_t psi'(y_i w.x_i) y_i x_i on rows ``order``.
+
+    ``radius`` > 0 projects w onto the ball ||w|| <= radius after every step (Pegasos:
+    1 / sqrt(lam)). Steps t >= ``avg_start`` (> 0) are averaged into ``avg_u`` and
+    ``state[AVG_C]`` (ASGD); ``avg_start = 0`` turns averaging off.
+    """
+    averaging = avg_start > 0
+    for pos in range(order.shape[0]):
+        i = order[pos]
+        t = state[STEP] + 1.0
+        state[STEP] = t
+        eta = learning_rate(schedule, t, lam, eta0, power_t, t0)
+        yi = float(y[i])
+        xv = _row_dot(indptr, indices, data, i, v)
+        margin = yi * (state[SCALE] * xv + bias * state[INTERCEPT])
+        slope = derivatives(code, margin, sigma, theta, params)[1]
+        shrink = 1.0 - eta * lam
+        if shrink <= 0.0:  # Pegasos' first step: w is set to 0, then moved
+            if averaging:
+                avg_u += state[AVG_C] * v
+                state[AVG_C] = 0.0
+            v[:] = 0.0
+            xv = 0.0
+            state[V_NORM2] = 0.0
+            state[SCALE] = 1.0
+        else:
+            state[SCALE] *= shrink
+        coef = -eta * slope * yi
+        if bias != 0.0:
+            state[INTERCEPT] += coef * bias
+        if coef != 0.0:
+            delta = coef / state[SCALE]
+            if radius > 0.0:
+                state[V_NORM2] += delta * (2.0 * xv + delta * _row_norm2(indptr, indices, data, i))
+            _row_axpy(indptr, indices, data, i, delta, v)
+            if averaging and t >= avg_start:
+                _row_axpy(indptr, indices, data, i, -state[AVG_C] * delta, avg_u)
+        if radius > 0.0:
+            norm = state[SCALE] * math.sqrt(max(state[V_NORM2], 0.0))
+            if norm > radius:
+                state[SCALE] *= radius / norm
+        if averaging and t >= avg_start:
+            state[AVG_C] += state[SCALE]
+            state[AVG_COUNT] += 1.0
+            state[AVG_INTERCEPT] += state[INTERCEPT]
+        if state[SCALE] < _RESCALE_BELOW:
+            _sgd_fold_scale(v, state, averaging)
+
+
+# state[...] of SVRG
+SVRG_SCALE = 0     # w = scale * v + r * mu
+SVRG_R = 1
+SVRG_INTERCEPT = 2
+SVRG_STATE_SIZE = 3
+
+
+@njit(cache=True, nogil=True)
+def svrg_rows(indptr, indices, data, y, order, snapshot_slopes, v, mu, mu_intercept, state, bias,
+              code, sigma, theta, params, lam, eta):
+    """SVRG steps w <- (1 - eta lam) w - eta (mu + (psi'(m_i(w)) - psi'(m_i(w~))) y_i x_i).
+
+    ``snapshot_slopes[i]`` is psi' at the snapshot's margin of row i (of this block);
+    ``mu`` (n_features,) and ``mu_intercept`` the loss part of the snapshot's full gradient.
+    """
+    shrink = 1.0 - eta * lam
+    for pos in range(order.shape[0]):
+        i = order[pos]
+        yi = float(y[i])
+        xw = (state[SVRG_SCALE] * _row_dot(indptr, indices, data, i, v)
+              + state[SVRG_R] * _row_dot(indptr, indices, data, i, mu)
+              + bias * state[SVRG_INTERCEPT])
+        slope = derivatives(code, yi * xw, sigma, theta, params)[1]
+        diff = (slope - snapshot_slopes[i]) * yi
+        state[SVRG_SCALE] *= shrink
+        state[SVRG_R] = shrink * state[SVRG_R] - eta
+        if bias != 0.0:
+            state[SVRG_INTERCEPT] -= eta * (mu_intercept + diff * bias)
+        if diff != 0.0:
+            _row_axpy(indptr, indices, data, i, -eta * diff / state[SVRG_SCALE], v)
+        if state[SVRG_SCALE] < _RESCALE_BELOW:
+            v *= state[SVRG_SCALE]
+            state[SVRG_SCALE] = 1.0
+
+
+# state[...] of SAGA
+SAGA_SCALE = 0     # w = scale * v
+SAGA_STEP = 1      # steps since the last flush
+SAGA_INTERCEPT = 2
+SAGA_AVG_INTERCEPT = 3  # intercept part of the average gradient
+SAGA_STATE_SIZE = 4
+
+
+@njit(cache=True, nogil=True)
+def saga_flush(v, avg_grad, last, cumulative, state):
+    """Bring every coordinate of v up to date and fold the scale into v (O(n_features));
+    restarts the prefix sums."""
+    now = int(state[SAGA_STEP])
+    top = cumulative[now]
+    for j in range(v.shape[0]):
+        v[j] -= avg_grad[j] * (top - cumulative[last[j]])
+        last[j] = 0
+    v *= state[SAGA_SCALE]
+    state[SAGA_SCALE] = 1.0
+    state[SAGA_STEP] = 0.0
+    cumulative[0] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def saga_rows(indptr, indices, data, y, order, row_start, slopes, v, avg_grad, last, cumulative,
+              state, n_samples, bias, code, sigma, theta, params, lam, eta):
+    """SAGA steps w <- (1 - eta lam) w - eta (g_avg + (psi'(m_i) - s_i) y_i x_i), s_i <- psi'(m_i).
+
+    ``slopes[row_start + i]`` is the stored psi' of row i (one scalar per sample);
+    ``avg_grad`` (n_features,) = (1/n) sum_i s_i y_i x_i, added lazily: coordinate j of v is
+    behind by avg_grad[j] (cumulative[now] - cumulative[last[j]]), where ``cumulative``
+    holds prefix sums of eta / scale. ``cumulative`` needs room for every step until the
+    next :func:`saga_flush`; the kernel flushes by itself when the scale gets small.
+    """
+    shrink = 1.0 - eta * lam
+    inv_n = 1.0 / n_samples
+    for pos in range(order.shape[0]):
+        i = order[pos]
+        now = int(state[SAGA_STEP])
+        top = cumulative[now]
+        for k in range(indptr[i], indptr[i + 1]):  # bring the row's coordinates up to date
+            j = indices[k]
+            v[j] -= avg_grad[j] * (top - cumulative[last[j]])
+            last[j] = now
+        yi = float(y[i])
+        xw = state[SAGA_SCALE] * _row_dot(indptr, indices, data, i, v) + bias * state[SAGA_INTERCEPT]
+        slope = derivatives(code, yi * xw, sigma, theta, params)[1]
+        diff = (slope - slopes[row_start + i]) * yi
+        slopes[row_start + i] = slope
+        state[SAGA_SCALE] *= shrink
+        step = eta / state[SAGA_SCALE]
+        cumulative[now + 1] = top + step
+        for k in range(indptr[i], indptr[i + 1]):
+            j = indices[k]
+            # this step's dense part with the old average, then the new average
+            v[j] -= step * (avg_grad[j] + diff * data[k])
+            avg_grad[j] += inv_n * diff * data[k]
+            last[j] = now + 1
+        if bias != 0.0:
+            state[SAGA_INTERCEPT] -= eta * (state[SAGA_AVG_INTERCEPT] + diff * bias)
+            state[SAGA_AVG_INTERCEPT] += inv_n * diff * bias
+        state[SAGA_STEP] = now + 1
+        if state[SAGA_SCALE] < _RESCALE_BELOW or now + 1 == cumulative.shape[0] - 1:
+            saga_flush(v, avg_grad, last, cumulative, state)
+
+
+@njit(cache=True, nogil=True)
+def _prox_margin(code, m_rest, q, sigma, theta, params):
+    """The margin z solving z + q psi'(z) = m_rest (z = prox_{q psi}(m_rest)): the SDCA step.
+
+    g(z) = z + q psi'(z) - m_rest is increasing with slope >= 1 and has its root between
+    m_rest and m_rest - q psi'(m_rest); Newton on that bracket, with a bisection whenever
+    a step leaves the bracket or fails to halve |g| (plain Newton can bounce between two
+    points on either side of a kink-like bend, as psi_M's at small sigma).
+    """
+    slope0 = derivatives(code, m_rest, sigma, theta, params)[1]
+    if slope0 == 0.0:
+        return m_rest
+    a, b = m_rest, m_rest - q * slope0
+    lo, hi = (a, b) if a < b else (b, a)
+    z = m_rest - q * slope0 / (1.0 + q * derivatives(code, m_rest, sigma, theta, params)[2])
+    last = math.inf
+    for _ in range(200):
+        if not (lo < z < hi):
+            z = 0.5 * (lo + hi)
+        _, slope, curv = derivatives(code, z, sigma, theta, params)
+        g = z + q * slope - m_rest
+        if g == 0.0:
+            return z
+        if g > 0.0:
+            hi = z
+        else:
+            lo = z
+        if hi - lo <= 4e-16 * max(abs(lo), abs(hi), 1.0):
+            return z
+        z = z - g / (1.0 + q * curv) if abs(g) <= 0.5 * last else 0.5 * (lo + hi)
+        last = abs(g)
+    return z
+
+
+@njit(cache=True, nogil=True)
+def sdca_rows(indptr, indices, data, y, order, row_start, dual, w, code, sigma, theta, params,
+              scale):
+    """Dual coordinate ascent on rows ``order``: alpha_i >= 0 with w = scale sum_i alpha_i y_i x_i
+    (scale = 1 / (lam n)). Returns the largest |change of alpha_i| times ||x_i||^2 scale
+    (the change of the row's margin), a stopping measure.
+
+    The step maximises -psi*(-alpha_i) - the quadratic in alpha_i exactly: with
+    q = scale ||x_i||^2 and m_rest the margin without row i's own term, the new margin
+    z = prox_{q psi}(m_rest) and alpha_i = -psi'(z). The hinge's prox is the clip
+    alpha_i = min(1, max(0, (theta - m_rest) / q)) (LIBLINEAR -s 3).
+    """
+    largest = 0.0
+    for pos in range(order.shape[0]):
+        i = order[pos]
+        norm2 = _row_norm2(indptr, indices, data, i)
+        if norm2 == 0.0:
+            continue
+        q = scale * norm2
+        yi = float(y[i])
+        old = dual[row_start + i]
+        margin = yi * _row_dot(indptr, indices, data, i, w)
+        m_rest = margin - old * q
+        if code == HINGE:
+            new = min(1.0, max(0.0, (theta - m_rest) / q))
+        else:
+            new = -derivatives(code, _prox_margin(code, m_rest, q, sigma, theta, params),
+                               sigma, theta, params)[1]
+        change = new - old
+        if change != 0.0:
+            dual[row_start + i] = new
+            _row_axpy(indptr, indices, data, i, change * yi * scale, w)
+            largest = max(largest, abs(change) * q)
+    return largest
+
+
+@njit(cache=True, nogil=True)
+def dual_loss_sum(dual, code, sigma, theta, params):
+    """sum_i -psi*(-alpha_i): the loss part of the SDCA dual objective (times n)."""
+    total = 0.0
+    for i in range(dual.shape[0]):
+        total -= conjugate(code, -dual[i], sigma, theta, params)[0]
+    return total
+
+
+@njit(cache=True, nogil=True)
+def slopes_of_margins(margins, code, sigma, theta, params, out):
+    """out[i] = psi'(margins[i])."""
+    for i in range(margins.shape[0]):
+        out[i] = derivatives(code, margins[i], sigma, theta, params)[1]

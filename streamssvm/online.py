@@ -1,0 +1,151 @@
+"""Incremental training: SGD or Pegasos fed one store or one batch after another.
+
+An :class:`OnlineTrainer` keeps the SGD state (weights, step count, average, random
+generator) between ``partial_fit`` calls and saves it to one ``.npz`` file, so a stream that
+never ends can be learnt piece by piece, and a stopped job resumed where it was.
+"""
+
+import json
+import os
+
+import numpy as np
+
+from ._atomic import atomic_output
+from .api import open_source
+from .data import InMemorySource
+from .model import Model
+from .objective import SmoothSVMObjective
+from .solvers.sgd import SGDState, Schedule, sgd_epoch
+
+STATE_FORMAT = "streamssvm.online-state"
+
+
+class OnlineTrainer:
+    """SGD (``solver="sgd"``) or Pegasos (``"pegasos"``) on
+    lam/2 ||w||^2 + E psi(y w.x), one ``partial_fit`` at a time.
+
+    Parameters
+    ----------
+    loss : str or Loss
+        Any loss name of :func:`streamssvm.losses.get_loss` (default the hinge).
+    sigma : float, optional
+    lam : float
+    solver : {"sgd", "pegasos"}
+    learning_rate : str, optional
+        SGD's schedule (default "optimal"; Pegasos always uses 1 / (lam t)); see
+        :class:`~streamssvm.solvers.sgd.Schedule`.
+    eta0, power_t : float
+    average : bool or int
+        Averaged SGD, from step 1 or from step ``average``.
+    project : bool, optional
+        Pegasos' projection (default: on for Pegasos, off for SGD).
+    fit_intercept : bool
+    intercept_scaling : float
+    seed : int
+    """
+
+    def __init__(self, loss="hinge", sigma=None, lam=1e-5, solver="sgd", learning_rate=None,
+                 eta0=0.01, power_t=0.5, average=False, project=None, fit_intercept=False,
+                 intercept_scaling=1.0, seed=0):
+        if solver not in ("sgd", "pegasos"):
+            raise ValueError(f"solver must be 'sgd' or 'pegasos', got {solver!r}")
+        pegasos = solver == "pegasos"
+        self.options = dict(
+            loss=loss if isinstance(loss, str) else loss.spec, sigma=sigma, lam=float(lam),
+            solver=solver, learning_rate="pegasos" if pegasos else (learning_rate or "optimal"),
+            eta0=float(eta0), power_t=float(power_t), average=average,
+            project=pegasos if project is None else bool(project),
+            fit_intercept=bool(fit_intercept), intercept_scaling=float(intercept_scaling),
+            seed=int(seed))
+        self.rng = np.random.default_rng(seed)
+        self.sgd_state = None
+        self.classes = None
+        self.epochs = 0
+        self.rows_seen = 0
+
+    def _objective(self, source):
+        o = self.options
+        return SmoothSVMObjective(source, o["loss"], o["lam"], sigma=o["sigma"],
+                                  fit_intercept=o["fit_intercept"],
+                                  intercept_scaling=o["intercept_scaling"], n_threads=1)
+
+    def partial_fit(self, data, y=None, classes=None, epochs=1):
+        """Run ``epochs`` epochs of steps over ``data`` (a store path, a block source, or a
+        matrix with labels ``y``), continuing from the state of the previous calls.
+
+        ``classes`` (two label values, negative class first) is needed on the first call
+        when a batch's ``y`` does not hold both; later batches are read with the classes
+        of the first.
+        """
+        if not (isinstance(epochs, (int, np.integer)) and epochs >= 1):
+            raise ValueError(f"epochs must be an integer >= 1, got {epochs!r}")
+        if y is not None and not isinstance(data, (str, os.PathLike)):
+            data = InMemorySource(data, y, classes=classes if self.classes is None else self.classes)
+            y = None
+        with open_source(data, y) as source:
+            objective = self._objective(source)
+            if self.sgd_state is None:
+                self.classes = tuple(source.classes)
+                self.sgd_state = SGDState(source.n_features, self.options["fit_intercept"],
+                                          self.options["average"])
+            elif source.n_features != self.sgd_state.n_features:
+                raise ValueError(f"{source.name} has {source.n_features} features, the trainer "
+                                 f"{self.sgd_state.n_features}")
+            elif tuple(source.classes) != self.classes:
+                raise ValueError(f"{source.name} has classes {tuple(source.classes)}, the "
+                                 f"trainer {self.classes}")
+            o = self.options
+            schedule = Schedule(objective, o["learning_rate"], o["eta0"], o["power_t"],
+                                o["project"])
+            for _ in range(epochs):
+                sgd_epoch(objective, self.sgd_state, schedule, self.rng)
+            self.epochs += epochs
+            self.rows_seen += epochs * source.n_samples
+        return self
+
+    def model(self):
+        """The current :class:`~streamssvm.model.Model` (the averaged weights when averaging)."""
+        if self.sgd_state is None:
+            raise ValueError("partial_fit has not been called yet")
+        w = self.sgd_state.weights()
+        fit_intercept = self.options["fit_intercept"]
+        coef = w[:-1] if fit_intercept else w
+        intercept = w[-1] * self.options["intercept_scaling"] if fit_intercept else 0.0
+        params = dict(self.options, epochs=self.epochs, rows_seen=self.rows_seen,
+                      steps=self.sgd_state.steps)
+        return Model(coef.copy(), intercept, self.classes, params)
+
+    def save(self, path, overwrite=True):
+        """Write the whole state (resumable with :meth:`load`) atomically to ``path``."""
+        if self.sgd_state is None:
+            raise ValueError("partial_fit has not been called yet")
+        st = self.sgd_state
+        meta = dict(format=STATE_FORMAT, options=self.options, classes=self.classes,
+                    epochs=self.epochs, rows_seen=self.rows_seen,
+                    rng=self.rng.bit_generator.state)
+        with atomic_output(path, overwrite=overwrite) as tmp:
+            with open(tmp, "wb") as f:
+                np.savez(f, v=st.v, avg_u=st.avg_u, state=st.state, meta=json.dumps(meta))
+
+    @classmethod
+    def load(cls, path):
+        """An OnlineTrainer from a file written by :meth:`save`."""
+        with np.load(path, allow_pickle=False) as z:
+            try:
+                meta = json.loads(str(z["meta"]))
+                arrays = {k: z[k] for k in ("v", "avg_u", "state")}
+            except (KeyError, ValueError) as e:
+                raise ValueError(f"{path}: not an online trainer state ({e})") from None
+        if meta.get("format") != STATE_FORMAT:
+            raise ValueError(f"{path}: not an online trainer state (format "
+                             f"{meta.get('format')!r})")
+        trainer = cls(**meta["options"])
+        trainer.classes = tuple(meta["classes"])
+        trainer.epochs, trainer.rows_seen = meta["epochs"], meta["rows_seen"]
+        trainer.rng.bit_generator.state = meta["rng"]
+        o = meta["options"]
+        st = SGDState(len(arrays["v"]), o["fit_intercept"], o["average"])
+        st.v[:], st.state[:] = arrays["v"], arrays["state"]
+        st.avg_u = arrays["avg_u"].copy()
+        trainer.sgd_state = st
+        return trainer

@@ -1,0 +1,58 @@
+"""Nesterov's accelerated gradient with backtracking and adaptive restart.
+
+    x_{k+1} = y_k - eta_k grad L(y_k),   y_{k+1} = x_{k+1} + (t_k - 1) / t_{k+1} (x_{k+1} - x_k)
+
+with t_{k+1} = (1 + sqrt(1 + 4 t_k^2)) / 2; eta_k by backtracking until
+L(x_{k+1}) <= L(y_k) - eta_k / 2 ||grad L(y_k)||^2 (starting from 1.25 eta_{k-1}, so the step
+can grow back); the momentum restarts (t = 1, y = x) when grad L(y_k).(x_{k+1} - x_k) > 0
+(O'Donoghue & Candes' gradient restart). L(x_k) may increase between iterations; the
+history records the x_k. Order of oracle calls per iteration: ``objective.evaluate`` at
+x_{k+1} (one pass, plus one after a backtrack, whose trial steps use the margins) and at
+y_{k+1} (one pass; none after a restart).
+
+References
+----------
+Y. Nesterov, Introductory Lectures on Convex Optimization (2004), section 2.2.
+B. O'Donoghue, E. Candes, "Adaptive restart for accelerated gradient schemes", Foundations of
+Computational Mathematics 15 (2015).
+"""
+
+import math
+
+from .common import Run, line_search
+from .gd import initial_step
+
+GROWTH = 1.25
+
+
+def agd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=1000,
+        progress=False):
+    """Minimise ``objective`` by Nesterov's accelerated gradient method.
+
+    Parameters and result as :func:`~streamssvm.solvers.gd`; ``history`` entries also have
+    ``restart``.
+    """
+    run = Run("agd", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress)
+    message = "max_iter reached"
+    eta = initial_step(run.state)
+    y, t = run.state, 1.0
+    while not run.converged and run.iteration < max_iter:
+        x = run.state
+        eta *= GROWTH
+        x_new, fraction = line_search(objective, y, -eta * y.grad, eta=0.5)
+        if x_new is None:
+            run.record(0, False, step=0.0)
+            message = "line search failed"
+            break
+        eta *= fraction
+        move = x_new.w - x.w
+        restart = float(y.grad @ move) > 0.0
+        run.accept(x_new)
+        run.record(0, True, step=eta, restart=restart)
+        if restart:
+            y, t = x_new, 1.0
+        else:
+            t_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
+            y = objective.evaluate(x_new.w + ((t - 1.0) / t_new) * move)
+            t = t_new
+    return run.result(message)

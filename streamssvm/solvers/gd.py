@@ -1,0 +1,58 @@
+"""Full gradient descent with a backtracking step (the paper's FGD, eq. (GD)).
+
+    w <- w - eta_t grad L(w)
+
+with eta_t found by Armijo backtracking from twice the last accepted step, so that L never
+increases. Order of oracle calls per iteration: ``objective.evaluate`` at the trial point
+(one pass); if Armijo's condition fails, smaller steps from the cached margins
+(``value_on_segment``, no pass) and one more ``evaluate``.
+
+References
+----------
+Y. Nesterov, Introductory Lectures on Convex Optimization (2004), section 2.1.5.
+"""
+
+import numpy as np
+
+from .common import Run, line_search
+
+
+def initial_step(state):
+    """A first step length 1 / ||grad||: a unit move, refined by the line search."""
+    return 1.0 / max(state.grad_norm, np.finfo(float).tiny)
+
+
+def gd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=1000,
+       progress=False):
+    """Minimise ``objective`` by gradient descent with backtracking.
+
+    Parameters
+    ----------
+    objective : SmoothSVMObjective
+    w0 : array of shape (n_variables,), optional
+    tol, abs_tol, liblinear_tol, max_iter
+        Stopping rule, as for :func:`~streamssvm.solvers.tron`.
+    progress : bool
+
+    Returns
+    -------
+    SolverResult
+        ``history`` entries have ``step``, the accepted step length eta_t.
+    """
+    run = Run("gd", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress)
+    message = "max_iter reached"
+    eta = initial_step(run.state)
+    while not run.converged and run.iteration < max_iter:
+        state = run.state
+        trial, fraction = line_search(objective, state, -2.0 * eta * state.grad)
+        if trial is None:
+            run.record(0, False, step=0.0)
+            message = "line search failed"
+            break
+        eta *= 2.0 * fraction
+        run.accept(trial)
+        run.record(0, True, step=eta)
+        if abs(state.f - trial.f) <= 1e-15 * abs(trial.f):
+            message = "objective decrease too small"
+            break
+    return run.result(message)

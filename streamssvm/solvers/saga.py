@@ -1,0 +1,90 @@
+"""SAGA, streamed block by block: one scalar per sample, lazy dense steps.
+
+Step on row i (s_i the slope psi' stored at its last visit, g the average (1/n) sum_j s_j y_j x_j):
+
+    w <- (1 - eta lam) w - eta (g + (psi'(y_i w.x_i) - s_i) y_i x_i),   then s_i, g updated.
+
+The dense part is applied lazily (:func:`~streamssvm.kernels.stochastic.saga_rows`), so a
+step costs O(nnz of the row). The table s starts at the slopes of w0 (one evaluation, which
+also gives g exactly). Order of oracle calls: ``objective.smoothness`` (one pass, for the
+default step 1 / (3 L_max)), ``objective.evaluate`` at w0, then per epoch
+``objective.shuffled_blocks`` (one pass) and ``objective.evaluate`` every ``eval_every``.
+
+References
+----------
+A. Defazio, F. Bach, S. Lacoste-Julien, "SAGA: a fast incremental gradient method with support
+for non-strongly convex composite objectives", NIPS 2014.
+M. Schmidt, N. Le Roux, F. Bach, "Minimizing finite sums with the stochastic average
+gradient", Mathematical Programming 162 (2017): the just-in-time sparse updates.
+"""
+
+import numpy as np
+
+from ..kernels import stochastic as sk
+from .stochastic import EpochRun, per_sample_array
+
+
+def step_size(objective, step, factor):
+    """``step``, or 1 / (``factor`` L_max) when it is None."""
+    if step is None:
+        smoothness = objective.smoothness()
+        if not np.isfinite(smoothness):
+            raise ValueError(f"the loss {objective.loss.name} has no Lipschitz gradient: "
+                             "give a step size (step=...)")
+        return 1.0 / (factor * smoothness)
+    if not (np.isfinite(step) and step > 0):
+        raise ValueError(f"step must be a positive number, got {step}")
+    return float(step)
+
+
+def saga(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=50,
+         step=None, seed=0, eval_every=1, max_seconds=None, memory_limit=None, progress=False):
+    """Minimise ``objective`` by SAGA.
+
+    Parameters
+    ----------
+    objective : SmoothSVMObjective
+    w0 : array of shape (n_variables,), optional
+    tol, abs_tol, liblinear_tol
+        Stopping rule on ||grad L(w)|| at the evaluations (as TRON's).
+    max_iter : int
+        Epochs.
+    step : float, optional
+        Step size (default 1 / (3 L_max), Defazio et al.'s).
+    seed, eval_every, max_seconds, progress
+        As for :func:`~streamssvm.solvers.sgd`.
+    memory_limit : int, optional
+        Bytes above which the table of slopes goes to a temporary file.
+
+    Returns
+    -------
+    SolverResult
+    """
+    eta = step_size(objective, step, 3.0)
+    run = EpochRun("saga", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
+                   max_seconds, seed, progress)
+    code, sigma, theta, params = objective.loss_args
+    d, n = objective.n_features, objective.n_samples
+    slopes = per_sample_array(n, memory_limit)
+    sk.slopes_of_margins(run.state.margins, code, sigma, theta, params, slopes)
+    average = objective.loss_gradient(run.state)
+    avg_grad = np.ascontiguousarray(average[:d])
+    v = run.state.w[:d].copy()
+    state = np.zeros(sk.SAGA_STATE_SIZE)
+    state[sk.SAGA_SCALE] = 1.0
+    if objective.bias:
+        state[sk.SAGA_INTERCEPT], state[sk.SAGA_AVG_INTERCEPT] = run.state.w[-1], average[-1]
+    last = np.zeros(d, np.int64)
+    cumulative = np.zeros(n + 1)
+
+    def weights():
+        return np.append(v, state[sk.SAGA_INTERCEPT]) if objective.bias else v.copy()
+
+    while run.next_epoch():
+        for block, rows in objective.shuffled_blocks(run.rng):
+            sk.saga_rows(block.indptr, block.indices, block.data, block.y, rows, block.row_start,
+                         slopes, v, avg_grad, last, cumulative, state, n, objective.bias, code,
+                         sigma, theta, params, objective.lam, eta)
+        sk.saga_flush(v, avg_grad, last, cumulative, state)
+        run.end_epoch(weights(), step=eta)
+    return run.result(weights())

@@ -1,0 +1,199 @@
+"""Stochastic gradient descent and Pegasos, streamed block by block.
+
+Step t on row i (drawn without replacement within an epoch):
+
+    w <- (1 - eta_t lam) w - eta_t psi'(y_i w.x_i) y_i x_i
+
+with the exogenous rate eta_t of a schedule and -psi'(.) = Phi_c(v_i) the endogenous rate
+of the paper's section 4.1. The intercept (a constant feature, not regularised) takes the
+same step without the shrink. Order of oracle calls: ``objective.shuffled_blocks`` (one
+pass) per epoch, ``objective.evaluate`` every ``eval_every`` epochs (see
+:mod:`~streamssvm.solvers.stochastic`).
+
+References
+----------
+L. Bottou, "Stochastic gradient descent tricks", Neural Networks: Tricks of the Trade (2012):
+the "optimal" schedule 1 / (lam (t0 + t)) and w = scale * v.
+S. Shalev-Shwartz, Y. Singer, N. Srebro, A. Cotter, "Pegasos: primal estimated sub-gradient
+solver for SVM", Mathematical Programming 127 (2011): eta_t = 1 / (lam t) and the projection
+onto ||w|| <= 1 / sqrt(lam).
+W. Xu, "Towards optimal one pass large scale learning with averaged stochastic gradient
+descent", arXiv:1107.2490 (2011): the sparse form of the averaged iterate.
+"""
+
+import math
+
+import numpy as np
+
+from ..kernels import stochastic as sk
+from ..losses._scalar import derivatives_with_params
+from .stochastic import EpochRun
+
+SCHEDULES = {"optimal": sk.OPTIMAL, "pegasos": sk.OPTIMAL, "constant": sk.CONSTANT,
+             "invscaling": sk.INVSCALING}
+
+
+class SGDState:
+    """What SGD carries between epochs and between ``partial_fit`` calls.
+
+    w = ``state[SCALE]`` * ``v`` (features) and ``state[INTERCEPT]``; with averaging,
+    sum_k w_k = ``avg_u`` + ``state[AVG_C]`` * ``v`` over ``state[AVG_COUNT]`` steps.
+
+    Parameters
+    ----------
+    n_features : int
+    fit_intercept : bool
+    average : bool or int
+        Average the iterates from step 1 (True) or from step ``average`` (an int >= 1).
+    w0 : array of shape (n_variables,), optional
+    """
+
+    def __init__(self, n_features, fit_intercept, average=False, w0=None):
+        self.n_features, self.fit_intercept = n_features, bool(fit_intercept)
+        self.avg_start = _average_start(average)
+        self.v = np.zeros(n_features)
+        self.avg_u = np.zeros(n_features if self.avg_start else 0)
+        self.state = np.zeros(sk.SGD_STATE_SIZE)
+        self.state[sk.SCALE] = 1.0
+        if w0 is not None:
+            w0 = np.asarray(w0, dtype=np.float64)
+            if w0.shape != (self.n_variables,):
+                raise ValueError(f"w0 has shape {w0.shape}, expected ({self.n_variables},)")
+            self.v[:] = w0[:n_features]
+            self.state[sk.V_NORM2] = float(self.v @ self.v)
+            if self.fit_intercept:
+                self.state[sk.INTERCEPT] = w0[-1]
+
+    @property
+    def n_variables(self):
+        return self.n_features + self.fit_intercept
+
+    @property
+    def steps(self):
+        return int(self.state[sk.STEP])
+
+    def weights(self, averaged=None):
+        """w of shape (n_variables,): the last iterate, or the average when averaging
+        (``averaged=None``: whichever this state was made for) and a step was averaged."""
+        count = self.state[sk.AVG_COUNT]
+        if (self.avg_start if averaged is None else averaged) and count > 0:
+            coef = (self.avg_u + self.state[sk.AVG_C] * self.v) / count
+            intercept = self.state[sk.AVG_INTERCEPT] / count
+        else:
+            coef = self.state[sk.SCALE] * self.v
+            intercept = self.state[sk.INTERCEPT]
+        return np.append(coef, intercept) if self.fit_intercept else coef
+
+
+def _average_start(average):
+    if average is True:
+        return 1
+    if average is False or average is None:
+        return 0
+    if isinstance(average, (int, np.integer)) and average >= 1:
+        return int(average)
+    raise ValueError(f"average must be a bool or an int >= 1, got {average!r}")
+
+
+def optimal_t0(objective):
+    """t0 of the "optimal" schedule, by Bottou's heuristic as scikit-learn uses it: the first
+    step eta_1 = 1 / (lam t0) is that of a typical weight 1 / sqrt(sqrt(lam)) over the loss's
+    slope there."""
+    code, sigma, theta, params = objective.loss_args
+    typical = math.sqrt(1.0 / math.sqrt(objective.lam))
+    slope = abs(derivatives_with_params(code, -typical, sigma, theta, params)[1])
+    eta1 = typical / max(1.0, slope)
+    return 1.0 / (eta1 * objective.lam)
+
+
+class Schedule:
+    """The exogenous learning rate eta_t and Pegasos' projection radius.
+
+    Parameters
+    ----------
+    learning_rate : {"optimal", "pegasos", "constant", "invscaling"}
+        1 / (lam (t0 + t)) with Bottou's t0; 1 / (lam t); eta0; eta0 / t^power_t.
+    eta0, power_t : float
+    project : bool
+        Project w onto the ball of radius 1 / sqrt(lam) after each step (Pegasos).
+    """
+
+    def __init__(self, objective, learning_rate="optimal", eta0=0.01, power_t=0.5, project=False):
+        try:
+            self.code = SCHEDULES[learning_rate]
+        except KeyError:
+            raise ValueError(f"unknown learning_rate {learning_rate!r}; known: "
+                             f"{', '.join(SCHEDULES)}") from None
+        if learning_rate in ("constant", "invscaling") and not (np.isfinite(eta0) and eta0 > 0):
+            raise ValueError(f"eta0 must be positive for {learning_rate!r}, got {eta0}")
+        self.eta0, self.power_t = float(eta0), float(power_t)
+        self.t0 = optimal_t0(objective) if learning_rate == "optimal" else 0.0
+        self.radius = 1.0 / math.sqrt(objective.lam) if project else 0.0
+
+
+def sgd_epoch(objective, sgd_state, schedule, rng):
+    """One epoch of SGD steps over ``objective``'s source (one pass), in place."""
+    code, sigma, theta, params = objective.loss_args
+    st = sgd_state
+    for block, rows in objective.shuffled_blocks(rng):
+        sk.sgd_rows(block.indptr, block.indices, block.data, block.y, rows, st.v, st.avg_u,
+                         st.state, objective.bias, code, sigma, theta, params, objective.lam,
+                         schedule.code, schedule.eta0, schedule.power_t, schedule.t0,
+                         schedule.radius, st.avg_start)
+
+
+def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=20,
+        learning_rate="optimal", eta0=0.01, power_t=0.5, average=False, project=False, seed=0,
+        eval_every=1, max_seconds=None, progress=False):
+    """Minimise ``objective`` by stochastic gradient descent.
+
+    Parameters
+    ----------
+    objective : SmoothSVMObjective
+    w0 : array of shape (n_variables,), optional
+    tol, abs_tol, liblinear_tol
+        Stopping rule on the full gradient, checked at the evaluations (as TRON's).
+    max_iter : int
+        Epochs.
+    learning_rate, eta0, power_t, project
+        See :class:`Schedule`.
+    average : bool or int
+        Return the average of the iterates (ASGD) from step 1 or from step ``average``.
+    seed : int
+        Seed of the visiting order: a run is reproducible bit for bit.
+    eval_every : int
+        Evaluate the objective (one pass) every this many epochs; 0: only at the end.
+    max_seconds : float, optional
+    progress : bool
+
+    Returns
+    -------
+    SolverResult
+        ``history`` has one entry per epoch (``f``, ``grad_norm`` where evaluated).
+    """
+    return _run("sgd", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
+                max_seconds, seed, progress, average,
+                dict(learning_rate=learning_rate, eta0=eta0, power_t=power_t, project=project))
+
+
+def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every, max_seconds,
+         seed, progress, average, schedule_options):
+    run = EpochRun(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
+                   max_seconds, seed, progress)
+    schedule = Schedule(objective, **schedule_options)
+    state = SGDState(objective.n_features, bool(objective.bias), average, run.state.w)
+    while run.next_epoch():
+        sgd_epoch(objective, state, schedule, run.rng)
+        run.end_epoch(state.weights(), steps=state.steps)
+    return run.result(state.weights())
+
+
+def pegasos(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=20,
+            project=True, average=False, seed=0, eval_every=1, max_seconds=None,
+            progress=False):
+    """Pegasos: SGD with eta_t = 1 / (lam t) and, by default, the projection onto
+    ||w|| <= 1 / sqrt(lam) (the paper compares it with the hinge loss). Parameters as
+    :func:`sgd`."""
+    return _run("pegasos", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
+                max_seconds, seed, progress, average,
+                dict(learning_rate="pegasos", project=project))

@@ -1,0 +1,128 @@
+"""What the stochastic solvers (SGD, Pegasos, SVRG, SAGA, SDCA) share: epochs over shuffled
+blocks, the evaluation that gives them the same history and stopping rule as TRON, and
+per-sample state that lives on disk when it is large.
+
+An epoch visits every row once: the blocks in a random order, the rows of each block in a
+random order (``objective.shuffled_blocks``), both drawn from one seeded numpy Generator,
+so a run is reproducible bit for bit from its seed. Every ``eval_every`` epochs (and after
+the last) the objective is evaluated at the iterate (one more pass): the history then has
+``f`` and ``grad_norm`` as TRON's does, and the run stops when ||grad L(w)|| meets the same
+threshold (see :func:`~streamssvm.solvers.common.stopping_threshold`).
+"""
+
+import tempfile
+import time
+import warnings
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from .._memory import available_memory_bytes
+from .common import ConvergenceWarning, SolverResult, stopping_threshold
+
+
+def per_sample_array(n, memory_limit=None):
+    """A zeroed float64 array of shape (n,): in memory, or a file-backed ``np.memmap`` in a
+    deleted temporary file when 8 n bytes exceed ``memory_limit`` (default: an eighth of
+    the memory the process may still use)."""
+    limit = available_memory_bytes() // 8 if memory_limit is None else memory_limit
+    if 8 * n <= limit:
+        return np.zeros(n)
+    with tempfile.NamedTemporaryFile(prefix="streamssvm-state-", suffix=".f64") as f:
+        f.truncate(8 * n)  # a sparse file of zeros
+        array = np.memmap(f.name, dtype=np.float64, mode="r+", shape=(n,))
+    return array  # the mapping outlives the unlinked file
+
+
+def check_epochs(max_iter, eval_every):
+    if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 0):
+        raise ValueError(f"max_iter (epochs) must be a non-negative integer, got {max_iter!r}")
+    if not (isinstance(eval_every, (int, np.integer)) and eval_every >= 0):
+        raise ValueError(f"eval_every must be a non-negative integer, got {eval_every!r}")
+
+
+class EpochRun:
+    """Book-keeping of a stochastic solver: seed, epochs, evaluations, history, result.
+
+    ``state`` is the PointState of the last evaluation. Use::
+
+        run = EpochRun(...)
+        while run.next_epoch():
+            for block, rows in objective.shuffled_blocks(run.rng): ...
+            run.end_epoch(w)          # w: the iterate after the epoch
+        return run.result(w)
+    """
+
+    def __init__(self, name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
+                 max_seconds, seed, progress):
+        check_epochs(max_iter, eval_every)
+        self.name, self.objective = name, objective
+        self.max_iter, self.eval_every, self.max_seconds = max_iter, eval_every, max_seconds
+        self.rng = np.random.default_rng(seed)
+        self.start = time.perf_counter()
+        n = objective.n_variables
+        zero = objective.evaluate(np.zeros(n))
+        self.threshold = stopping_threshold(objective, zero.grad_norm, tol, abs_tol, liblinear_tol)
+        self.state = zero if w0 is None else objective.evaluate(np.array(w0, dtype=np.float64))
+        self.epoch = 0
+        self.history = []
+        self.message = "max_iter reached"
+        self.finished = False
+        self._record()
+        self.bar = tqdm(disable=not progress, total=max_iter, unit="epoch", desc=name)
+
+    @property
+    def converged(self):
+        return self.finished or (self.state is not None and self.state.grad_norm <= self.threshold)
+
+    def finish(self, message):
+        """Stop, converged by a solver's own rule (e.g. SDCA's duality gap)."""
+        self.finished, self.message = True, message
+
+    def _record(self, **extra):
+        entry = dict(iteration=self.epoch, passes=self.objective.passes,
+                     seconds=time.perf_counter() - self.start, accepted=True, **extra)
+        if self.state is not None:
+            entry.update(f=self.state.f, grad_norm=self.state.grad_norm)
+        self.history.append(entry)
+
+    def next_epoch(self):
+        """True while another epoch is due (not converged, epochs and time left)."""
+        if self.converged:
+            return False
+        if self.epoch >= self.max_iter:
+            return False
+        if self.max_seconds is not None and time.perf_counter() - self.start >= self.max_seconds:
+            self.message = "max_seconds reached"
+            return False
+        self.epoch += 1
+        return True
+
+    def end_epoch(self, w, **extra):
+        """Evaluate at ``w`` when due (every ``eval_every`` epochs and at the last) and record
+        the epoch; returns the new PointState or None."""
+        last = self.epoch >= self.max_iter
+        due = self.eval_every and (self.epoch % self.eval_every == 0 or last)
+        self.state = self.objective.evaluate(w) if due else None
+        self._record(**extra)
+        self.bar.update(1)
+        if self.state is not None:
+            self.bar.set_postfix(f=f"{self.state.f:.6g}", grad=f"{self.state.grad_norm:.3g}")
+        return self.state
+
+    def result(self, w):
+        """The SolverResult at ``w`` (evaluated if the last epoch was not)."""
+        self.bar.close()
+        if self.state is None or not np.array_equal(self.state.w, w):
+            self.state = self.objective.evaluate(w)
+        converged = self.converged
+        if converged and not self.finished:
+            self.message = "converged"
+        elif not converged:
+            warnings.warn(f"{self.name} stopped unconverged ({self.message}): ||grad|| = "
+                          f"{self.state.grad_norm:.3g} > {self.threshold:.3g}",
+                          ConvergenceWarning, stacklevel=3)
+        return SolverResult(w=self.state.w, f=self.state.f, grad_norm=self.state.grad_norm,
+                            n_iter=self.epoch, converged=converged, message=self.message,
+                            passes=self.objective.passes,
+                            seconds=time.perf_counter() - self.start, history=self.history)
