@@ -126,23 +126,49 @@ class PreconditionedCG:
 
 
 class Run:
-    """Book-keeping of a second-order solver: start point, stopping threshold, history,
-    progress bar and the final result. ``run.state`` is the current PointState."""
+    """Book-keeping of a second-order or full-gradient solver: start point, stopping
+    threshold, history, progress bar, checkpoints and the final result. ``run.state`` is
+    the current PointState; ``run.resumed`` the solver scalars of the checkpoint resumed
+    from (empty on a fresh start)."""
 
-    def __init__(self, name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress):
+    def __init__(self, name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress,
+                 checkpoint=None):
         if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 0):
             raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
         self.name, self.objective, self.max_iter = name, objective, max_iter
         self.start = time.perf_counter()
+        self.checkpoint, self.resumed, self._scalars = checkpoint, {}, {}
+        saved = checkpoint.load() if checkpoint is not None else None
         n = objective.n_variables
-        w = np.zeros(n) if w0 is None else np.array(w0, dtype=np.float64)
-        self.state = objective.evaluate(w)
-        grad0_norm = self.state.grad_norm if not np.any(w) else objective.evaluate(np.zeros(n)).grad_norm
-        self.threshold = stopping_threshold(objective, grad0_norm, tol, abs_tol, liblinear_tol)
-        self.history = []
-        self.iteration = 0
-        self.record(0, True)
+        if saved is not None:
+            meta, arrays = saved
+            self.state = objective.evaluate(arrays["w"])
+            self.threshold = meta["threshold"]
+            self.iteration, self.history = meta["iteration"], meta["history"]
+            objective.passes += meta["passes"]
+            self.start -= meta["seconds"]
+            self.resumed = meta["solver"]
+        else:
+            w = np.zeros(n) if w0 is None else np.array(w0, dtype=np.float64)
+            self.state = objective.evaluate(w)
+            grad0_norm = (self.state.grad_norm if not np.any(w)
+                          else objective.evaluate(np.zeros(n)).grad_norm)
+            self.threshold = stopping_threshold(objective, grad0_norm, tol, abs_tol,
+                                                liblinear_tol)
+            self.history = []
+            self.iteration = 0
+            self.record(0, True)
         self.bar = tqdm(disable=not progress, unit="it", desc=name)
+
+    def save(self, force=False, **scalars):
+        """Checkpoint the current point, the history and the solver's ``scalars`` (if a
+        checkpoint was asked for and is due)."""
+        self._scalars = scalars
+        if self.checkpoint is not None:
+            self.checkpoint.save(dict(iteration=self.iteration, history=self.history,
+                                      passes=self.objective.passes, threshold=self.threshold,
+                                      seconds=time.perf_counter() - self.start, solver=scalars),
+                                 {"w": self.state.w}, force=force)
 
     @property
     def converged(self):
@@ -165,6 +191,7 @@ class Run:
 
     def result(self, message):
         self.bar.close()
+        self.save(force=True, **self._scalars)
         converged = self.converged
         if converged:
             message = "converged"

@@ -23,7 +23,7 @@ def initial_step(state):
 
 
 def gd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=1000,
-       progress=False):
+       progress=False, checkpoint=None):
     """Minimise ``objective`` by gradient descent with backtracking.
 
     Parameters
@@ -33,15 +33,17 @@ def gd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter
     tol, abs_tol, liblinear_tol, max_iter
         Stopping rule, as for :func:`~streamssvm.solvers.tron`.
     progress : bool
+    checkpoint : Checkpoint, optional
+        As for :func:`~streamssvm.solvers.tron`.
 
     Returns
     -------
     SolverResult
         ``history`` entries have ``step``, the accepted step length eta_t.
     """
-    run = Run("gd", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress)
+    run = Run("gd", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress, checkpoint)
     message = "max_iter reached"
-    eta = initial_step(run.state)
+    eta = run.resumed.get("eta") or initial_step(run.state)
     while not run.converged and run.iteration < max_iter:
         state = run.state
         trial, fraction = line_search(objective, state, -2.0 * eta * state.grad)
@@ -52,6 +54,7 @@ def gd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter
         eta *= 2.0 * fraction
         run.accept(trial)
         run.record(0, True, step=eta)
+        run.save(eta=eta)
         if abs(state.f - trial.f) <= 1e-15 * abs(trial.f):
             message = "objective decrease too small"
             break

@@ -5,13 +5,16 @@ Order of oracle calls per iteration: CG on the state's curvature
 If the full step fails Armijo's condition, smaller steps are tried with
 ``objective.value_on_segment`` from the two points' margins (no pass), and the accepted
 point is evaluated (one more pass). With a preconditioner, ``objective.hess_diag`` once
-per iteration.
+per iteration. With ``hessian_sample``, ``objective.subsampled`` first (no pass when the
+state's curved rows are in memory, else one), and CG and the preconditioner on its sample.
 
 References
 ----------
 C.-P. Lee, C.-J. Lin, "A study on L2-loss (squared hinge-loss) multiclass SVM", Neural
 Computation 25 (2013); LIBLINEAR 2.40 ``newton.cpp`` (CG stopped by the relative decrease of
 the quadratic model, Armijo backtracking with eta = 0.01, step halving).
+R. H. Byrd, G. M. Chin, W. Neveitt, J. Nocedal, "On the use of stochastic Hessian
+information in optimization methods for machine learning", SIAM J. Optim. 21 (2011).
 C.-Y. Hsia, W.-L. Chiang, C.-J. Lin, "Preconditioned conjugate gradient methods in truncated
 Newton frameworks for large-scale linear classification", ACML 2018.
 """
@@ -45,7 +48,8 @@ def _newton_cg(objective, state, precond, eps_cg):
 
 
 def newton(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=1000,
-           eps_cg=0.5, preconditioner=True, progress=False):
+           eps_cg=0.5, preconditioner=True, hessian_sample=None, seed=0, progress=False,
+           checkpoint=None):
     """Minimise ``objective`` by line-search Newton-CG.
 
     Parameters
@@ -58,18 +62,30 @@ def newton(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_
         Upper bound of the CG stopping ratio (LIBLINEAR's 0.5).
     preconditioner : bool
         M = 0.99 I + 0.01 diag(H), LIBLINEAR's default.
+    hessian_sample : float, optional
+        Subsampled Newton (Byrd, Chin, Neveitt & Nocedal 2011): CG on the Hessian of this
+        fraction of the rows, drawn afresh each iteration (seeded by ``seed``) and held in
+        memory; the gradient and the line search use all rows.
+    seed : int
     progress : bool
+    checkpoint : Checkpoint, optional
+        As for :func:`~streamssvm.solvers.tron`.
 
     Returns
     -------
     SolverResult
     """
-    run = Run("newton", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress)
+    run = Run("newton", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress,
+              checkpoint)
     message = "max_iter reached"
+    rng = np.random.default_rng(seed)
+    if "rng" in run.resumed:
+        rng.bit_generator.state = run.resumed["rng"]
     while not run.converged and run.iteration < max_iter:
         state = run.state
-        precond = diag_preconditioner(objective, state, preconditioner)
-        s, steps = _newton_cg(objective, state, precond, eps_cg)
+        curved = objective.subsampled(state, hessian_sample, rng) if hessian_sample else state
+        precond = diag_preconditioner(objective, curved, preconditioner)
+        s, steps = _newton_cg(objective, curved, precond, eps_cg)
         trial, step = line_search(objective, state, s)
         if trial is None:
             run.record(steps, False, step=0.0)
@@ -77,6 +93,7 @@ def newton(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_
             break
         run.accept(trial)
         run.record(steps, True, step=step)
+        run.save(rng=rng.bit_generator.state)
         if abs(state.f - trial.f) <= 1e-12 * abs(trial.f):
             message = "objective decrease too small"
             break

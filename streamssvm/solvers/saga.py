@@ -38,7 +38,8 @@ def step_size(objective, step, factor):
 
 
 def saga(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=50,
-         step=None, seed=0, eval_every=1, max_seconds=None, memory_limit=None, progress=False):
+         step=None, seed=0, eval_every=1, max_seconds=None, memory_limit=None, progress=False,
+         checkpoint=None):
     """Minimise ``objective`` by SAGA.
 
     Parameters
@@ -55,6 +56,8 @@ def saga(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         As for :func:`~streamssvm.solvers.sgd`.
     memory_limit : int, optional
         Bytes above which the table of slopes goes to a temporary file.
+    checkpoint : Checkpoint, optional
+        As for :func:`~streamssvm.solvers.sgd`.
 
     Returns
     -------
@@ -62,18 +65,23 @@ def saga(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     """
     eta = step_size(objective, step, 3.0)
     run = EpochRun("saga", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
-                   max_seconds, seed, progress)
+                   max_seconds, seed, progress, checkpoint)
     code, sigma, theta, params = objective.loss_args
     d, n = objective.n_features, objective.n_samples
     slopes = per_sample_array(n, memory_limit)
-    sk.slopes_of_margins(run.state.margins, code, sigma, theta, params, slopes)
-    average = objective.loss_gradient(run.state)
-    avg_grad = np.ascontiguousarray(average[:d])
-    v = run.state.w[:d].copy()
     state = np.zeros(sk.SAGA_STATE_SIZE)
     state[sk.SAGA_SCALE] = 1.0
-    if objective.bias:
-        state[sk.SAGA_INTERCEPT], state[sk.SAGA_AVG_INTERCEPT] = run.state.w[-1], average[-1]
+    if run.resumed is not None:
+        slopes[:], state[:] = run.resumed["slopes"], run.resumed["state"]
+        avg_grad, v = run.resumed["avg_grad"].copy(), run.resumed["w"][:d].copy()
+    else:
+        sk.slopes_of_margins(run.state.margins, code, sigma, theta, params, slopes)
+        average = objective.loss_gradient(run.state)
+        avg_grad = np.ascontiguousarray(average[:d])
+        v = run.state.w[:d].copy()
+        if objective.bias:
+            state[sk.SAGA_INTERCEPT] = run.state.w[-1]
+            state[sk.SAGA_AVG_INTERCEPT] = average[-1]
     last = np.zeros(d, np.int64)
     cumulative = np.zeros(n + 1)
 
@@ -87,4 +95,5 @@ def saga(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
                          sigma, theta, params, objective.lam, eta)
         sk.saga_flush(v, avg_grad, last, cumulative, state)
         run.end_epoch(weights(), step=eta)
+        run.save(weights(), slopes=slopes, avg_grad=avg_grad, state=state)
     return run.result(weights())

@@ -53,7 +53,7 @@ def dual_objective(objective, dual, w):
 
 def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=100,
          gap_tol=None, inner_epochs=1, seed=0, eval_every=1, max_seconds=None,
-         memory_limit=None, progress=False):
+         memory_limit=None, progress=False, checkpoint=None):
     """Maximise the dual of ``objective`` by coordinate ascent; return the primal w(alpha).
 
     Parameters
@@ -78,6 +78,8 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     memory_limit : int, optional
         Bytes above which the dual variables go to a temporary file.
     progress : bool
+    checkpoint : Checkpoint, optional
+        As for :func:`~streamssvm.solvers.sgd`.
 
     Returns
     -------
@@ -89,11 +91,13 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     if not (isinstance(inner_epochs, (int, np.integer)) and inner_epochs >= 1):
         raise ValueError(f"inner_epochs must be an integer >= 1, got {inner_epochs!r}")
     run = EpochRun("sdca", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
-                   max_seconds, seed, progress)
+                   max_seconds, seed, progress, checkpoint)
     code, sigma, theta, params = objective.loss_args
     dual = per_sample_array(objective.n_samples, memory_limit)
     w = np.zeros(objective.n_features)
-    if w0 is not None:  # the primal-dual map at w0
+    if run.resumed is not None:
+        dual[:], w[:] = run.resumed["dual"], run.resumed["w"]
+    elif w0 is not None:  # the primal-dual map at w0
         sk.slopes_of_margins(run.state.margins, code, sigma, theta, params, dual)
         dual *= -1.0
         w = run.state.w - run.state.grad / objective.lam
@@ -115,4 +119,5 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
             run.history[-1]["gap"] = gap
             if gap_tol is not None and gap <= gap_tol * abs(state.f):
                 run.finish("duality gap below gap_tol")
+        run.save(w, dual=dual)
     return run.result(w)

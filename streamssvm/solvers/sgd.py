@@ -45,24 +45,26 @@ class SGDState:
     fit_intercept : bool
     average : bool or int
         Average the iterates from step 1 (True) or from step ``average`` (an int >= 1).
-    w0 : array of shape (n_variables,), optional
     """
 
-    def __init__(self, n_features, fit_intercept, average=False, w0=None):
+    def __init__(self, n_features, fit_intercept, average=False):
         self.n_features, self.fit_intercept = n_features, bool(fit_intercept)
         self.avg_start = _average_start(average)
         self.v = np.zeros(n_features)
         self.avg_u = np.zeros(n_features if self.avg_start else 0)
         self.state = np.zeros(sk.SGD_STATE_SIZE)
         self.state[sk.SCALE] = 1.0
-        if w0 is not None:
-            w0 = np.asarray(w0, dtype=np.float64)
-            if w0.shape != (self.n_variables,):
-                raise ValueError(f"w0 has shape {w0.shape}, expected ({self.n_variables},)")
-            self.v[:] = w0[:n_features]
-            self.state[sk.V_NORM2] = float(self.v @ self.v)
-            if self.fit_intercept:
-                self.state[sk.INTERCEPT] = w0[-1]
+
+    def start_at(self, w0):
+        """Set w = ``w0`` (array of shape (n_variables,)) before the first step."""
+        w0 = np.asarray(w0, dtype=np.float64)
+        if w0.shape != (self.n_variables,):
+            raise ValueError(f"w0 has shape {w0.shape}, expected ({self.n_variables},)")
+        self.v[:] = w0[:self.n_features]
+        self.state[sk.SCALE] = 1.0
+        self.state[sk.V_NORM2] = float(self.v @ self.v)
+        if self.fit_intercept:
+            self.state[sk.INTERCEPT] = w0[-1]
 
     @property
     def n_variables(self):
@@ -144,7 +146,7 @@ def sgd_epoch(objective, sgd_state, schedule, rng):
 
 def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=20,
         learning_rate="optimal", eta0=0.01, power_t=0.5, average=False, project=False, seed=0,
-        eval_every=1, max_seconds=None, progress=False):
+        eval_every=1, max_seconds=None, progress=False, checkpoint=None):
     """Minimise ``objective`` by stochastic gradient descent.
 
     Parameters
@@ -165,6 +167,9 @@ def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
         Evaluate the objective (one pass) every this many epochs; 0: only at the end.
     max_seconds : float, optional
     progress : bool
+    checkpoint : Checkpoint, optional
+        Resume from it if its file exists; write it at the ends of epochs (see
+        :mod:`~streamssvm.solvers.checkpoint`).
 
     Returns
     -------
@@ -172,28 +177,34 @@ def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
         ``history`` has one entry per epoch (``f``, ``grad_norm`` where evaluated).
     """
     return _run("sgd", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
-                max_seconds, seed, progress, average,
+                max_seconds, seed, progress, checkpoint, average,
                 dict(learning_rate=learning_rate, eta0=eta0, power_t=power_t, project=project))
 
 
 def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every, max_seconds,
-         seed, progress, average, schedule_options):
+         seed, progress, checkpoint, average, schedule_options):
     run = EpochRun(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
-                   max_seconds, seed, progress)
+                   max_seconds, seed, progress, checkpoint)
     schedule = Schedule(objective, **schedule_options)
-    state = SGDState(objective.n_features, bool(objective.bias), average, run.state.w)
+    state = SGDState(objective.n_features, bool(objective.bias), average)
+    if run.resumed is not None:
+        state.v[:], state.avg_u, state.state[:] = (run.resumed["v"], run.resumed["avg_u"],
+                                                   run.resumed["state"])
+    else:
+        state.start_at(run.state.w)
     while run.next_epoch():
         sgd_epoch(objective, state, schedule, run.rng)
         run.end_epoch(state.weights(), steps=state.steps)
+        run.save(state.weights(), v=state.v, avg_u=state.avg_u, state=state.state)
     return run.result(state.weights())
 
 
 def pegasos(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=20,
             project=True, average=False, seed=0, eval_every=1, max_seconds=None,
-            progress=False):
+            progress=False, checkpoint=None):
     """Pegasos: SGD with eta_t = 1 / (lam t) and, by default, the projection onto
     ||w|| <= 1 / sqrt(lam) (the paper compares it with the hinge loss). Parameters as
     :func:`sgd`."""
     return _run("pegasos", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
-                max_seconds, seed, progress, average,
+                max_seconds, seed, progress, checkpoint, average,
                 dict(learning_rate="pegasos", project=project))

@@ -54,22 +54,49 @@ class EpochRun:
     """
 
     def __init__(self, name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
-                 max_seconds, seed, progress):
+                 max_seconds, seed, progress, checkpoint=None):
         check_epochs(max_iter, eval_every)
         self.name, self.objective = name, objective
         self.max_iter, self.eval_every, self.max_seconds = max_iter, eval_every, max_seconds
         self.rng = np.random.default_rng(seed)
         self.start = time.perf_counter()
-        n = objective.n_variables
-        zero = objective.evaluate(np.zeros(n))
-        self.threshold = stopping_threshold(objective, zero.grad_norm, tol, abs_tol, liblinear_tol)
-        self.state = zero if w0 is None else objective.evaluate(np.array(w0, dtype=np.float64))
-        self.epoch = 0
-        self.history = []
         self.message = "max_iter reached"
         self.finished = False
-        self._record()
-        self.bar = tqdm(disable=not progress, total=max_iter, unit="epoch", desc=name)
+        self.checkpoint, self.resumed = checkpoint, None
+        saved = checkpoint.load() if checkpoint is not None else None
+        if saved is not None:  # the state at the end of an epoch, as it was
+            meta, self.resumed = saved
+            self.threshold, self.epoch, self.history = (meta["threshold"], meta["epoch"],
+                                                        meta["history"])
+            self.rng.bit_generator.state = meta["rng"]
+            objective.passes += meta["passes"]
+            self.start -= meta["seconds"]
+            evaluated = self.history[-1].get("f") is not None
+            self.state = objective.evaluate(self.resumed["w"]) if evaluated else None
+        else:
+            zero = objective.evaluate(np.zeros(objective.n_variables))
+            self.threshold = stopping_threshold(objective, zero.grad_norm, tol, abs_tol,
+                                                liblinear_tol)
+            self.state = zero if w0 is None else objective.evaluate(np.array(w0, dtype=np.float64))
+            self.epoch = 0
+            self.history = []
+            self._record()
+        self.bar = tqdm(disable=not progress, total=max_iter, initial=self.epoch, unit="epoch",
+                        desc=name)
+
+    def save(self, w, **arrays):
+        """Checkpoint the end of this epoch: the iterate ``w``, the solver's ``arrays``, the
+        history and the random generator (if a checkpoint was asked for and is due)."""
+        if self.checkpoint is not None:
+            self.checkpoint.save(dict(epoch=self.epoch, history=self.history,
+                                      passes=self.objective.passes, threshold=self.threshold,
+                                      seconds=time.perf_counter() - self.start,
+                                      rng=self.rng.bit_generator.state),
+                                 dict(arrays, w=w), force=not self.next_due())
+
+    def next_due(self):
+        """Another epoch will run (as far as epochs and convergence tell)."""
+        return not self.converged and self.epoch < self.max_iter
 
     @property
     def converged(self):

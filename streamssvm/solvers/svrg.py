@@ -26,7 +26,8 @@ from .stochastic import EpochRun, per_sample_array
 
 
 def svrg(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=50,
-         step=None, seed=0, max_seconds=None, memory_limit=None, progress=False):
+         step=None, seed=0, max_seconds=None, memory_limit=None, progress=False,
+         checkpoint=None):
     """Minimise ``objective`` by SVRG (one inner epoch of n steps per snapshot).
 
     Parameters as :func:`~streamssvm.solvers.saga` (default step 1 / (4 L_max)).
@@ -37,12 +38,12 @@ def svrg(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     """
     eta = step_size(objective, step, 4.0)
     run = EpochRun("svrg", objective, w0, tol, abs_tol, liblinear_tol, max_iter, 1,
-                   max_seconds, seed, progress)
+                   max_seconds, seed, progress, checkpoint)
     code, sigma, theta, params = objective.loss_args
     d = objective.n_features
     snapshot_slopes = per_sample_array(objective.n_samples, memory_limit)
     state = np.zeros(sk.SVRG_STATE_SIZE)
-    w = run.state.w
+    w = run.state.w  # the snapshot: also where a resumed run continues
     while run.next_epoch():
         snapshot = run.state
         sk.slopes_of_margins(snapshot.margins, code, sigma, theta, params, snapshot_slopes)
@@ -63,4 +64,5 @@ def svrg(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         if objective.bias:
             w = np.append(w, state[sk.SVRG_INTERCEPT])
         run.end_epoch(w, step=eta)
+        run.save(w)
     return run.result(w)

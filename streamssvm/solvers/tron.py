@@ -52,7 +52,8 @@ def _trust_region_cg(objective, state, precond, delta, forcing):
 
 
 def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=1000,
-         forcing="constant", xi=0.1, kappa=1.0, preconditioner=False, progress=False):
+         forcing="constant", xi=0.1, kappa=1.0, preconditioner=False, progress=False,
+         checkpoint=None):
     """Minimise ``objective`` with TRON.
 
     Parameters
@@ -76,6 +77,9 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         Precondition CG by M = 0.99 I + 0.01 diag(H) (one more pass per iteration).
     progress : bool
         A tqdm bar over iterations.
+    checkpoint : Checkpoint, optional
+        Resume from it if its file exists; write it as iterations end (see
+        :mod:`~streamssvm.solvers.checkpoint`).
 
     Returns
     -------
@@ -85,11 +89,14 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         raise ValueError(f"forcing must be 'constant' or 'quadratic', got {forcing!r}")
     if not 0 < xi < 1:
         raise ValueError(f"xi must be in (0, 1), got {xi}")
-    run = Run("tron", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress)
+    run = Run("tron", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress,
+              checkpoint)
     precond = diag_preconditioner(objective, run.state, preconditioner)
     g = run.state.grad
-    delta = np.sqrt(float(g @ (g if precond is None else g / precond)))
-    run.history[0]["delta"] = delta  # the start's record gets the initial trust radius too
+    delta = run.resumed.get("delta")
+    if delta is None:
+        delta = np.sqrt(float(g @ (g if precond is None else g / precond)))
+        run.history[0]["delta"] = delta  # the start's record gets the initial radius too
     message = "max_iter reached"
     while not run.converged and run.iteration < max_iter:
         state = run.state
@@ -119,6 +126,7 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
             run.accept(trial)
             precond = diag_preconditioner(objective, trial, preconditioner)
         run.record(steps, accepted, delta=delta)
+        run.save(delta=delta)
         if run.converged:
             break
         if predicted <= 0:

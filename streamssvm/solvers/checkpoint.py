@@ -1,0 +1,73 @@
+"""Checkpoints: a solver's whole state written atomically every so often, and resumed.
+
+A checkpoint is one ``.npz`` file (read with ``allow_pickle=False``): the solver's arrays
+(``w``, and e.g. SGD's ``v``, SDCA's dual variables) and ``meta``, a JSON string with the
+iteration, the history, the pass count, solver scalars (TRON's trust radius), the random
+generator's state, and the description of the training it belongs to (``problem``: data,
+loss, lambda, solver and its options). A resumed run starts from exactly that state, so it
+ends at the same model as an uninterrupted one: the same iterates for TRON, the same steps
+for SGD with the same seed.
+"""
+
+import json
+import os
+import time
+
+import numpy as np
+
+from .._atomic import atomic_output
+
+CHECKPOINT_FORMAT = "streamssvm.checkpoint"
+
+
+class Checkpoint:
+    """Where and how often to checkpoint, and what training the file must belong to.
+
+    Parameters
+    ----------
+    path : str or path-like
+    every : float
+        Seconds between two checkpoints (0: after every iteration or epoch).
+    problem : dict
+        JSON-serialisable description of the training; a file written for another one is
+        refused rather than resumed.
+    """
+
+    def __init__(self, path, every=60.0, problem=None):
+        if not every >= 0:
+            raise ValueError(f"checkpoint every must be >= 0 seconds, got {every}")
+        self.path, self.every = os.fspath(path), float(every)
+        self.problem = json.loads(json.dumps(problem or {}))
+        self._last = time.monotonic()
+
+    def load(self):
+        """``(meta, arrays)`` of the file, or None if there is none."""
+        if not os.path.exists(self.path):
+            return None
+        try:
+            with np.load(self.path, allow_pickle=False) as z:
+                meta = json.loads(str(z["meta"]))
+                arrays = {k: z[k] for k in z.files if k != "meta"}
+        except (OSError, ValueError, KeyError) as e:
+            raise ValueError(f"{self.path}: not a readable checkpoint ({e})") from None
+        if meta.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError(f"{self.path}: not a streamssvm checkpoint")
+        if meta.get("problem") != self.problem:
+            theirs = meta.get("problem", {})
+            keys = sorted(k for k in set(theirs) | set(self.problem)
+                          if theirs.get(k) != self.problem.get(k))
+            raise ValueError(f"{self.path}: checkpoint of another training (differs in "
+                             f"{', '.join(keys)}); remove it or train with its settings")
+        return meta, arrays
+
+    def save(self, state, arrays, force=False):
+        """Write ``state`` (JSON-serialisable dict) and ``arrays`` if ``every`` seconds have
+        passed since the last write (or ``force``)."""
+        now = time.monotonic()
+        if not force and now - self._last < self.every:
+            return
+        meta = dict(format=CHECKPOINT_FORMAT, problem=self.problem, **state)
+        with atomic_output(self.path, overwrite=True) as tmp:
+            with open(tmp, "wb") as f:
+                np.savez(f, meta=json.dumps(meta), **arrays)
+        self._last = time.monotonic()
