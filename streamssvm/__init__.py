@@ -23,8 +23,9 @@ from .data import (InMemorySource, Store, StoreError, StoreWriter, SvmlightForma
                    convert_svmlight)
 from .losses import Loss, get_loss
 from .model import Model
+from .multiclass import train_one_vs_rest
 from .solvers import ConvergenceWarning
 
 __all__ = ["ConvergenceWarning", "InMemorySource", "Loss", "Model", "Store", "StoreError",
-           "StoreWriter", "SvmlightFormatError", "convert_svmlight", "get_loss", "train_stream",
-           "__version__"]
+           "StoreWriter", "SvmlightFormatError", "convert_svmlight", "get_loss",
+           "train_one_vs_rest", "train_stream", "__version__"]

@@ -30,10 +30,10 @@ def open_source(data, y=None):
 def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron", tol=0.01,
                  abs_tol=None, liblinear_tol=False, max_iter=1000, fit_intercept=False,
                  intercept_scaling=1.0, w0=None, sigma_path=(), n_threads=None, progress=True,
-                 **solver_options):
+                 sample_weight=None, **solver_options):
     """Train a linear classifier by minimising
 
-        L(w) = lam / 2 ||w||^2 + (1 / n) sum_i psi(y_i w.x_i)
+        L(w) = lam / 2 ||w||^2 + (1 / n) sum_i c_i psi(y_i w.x_i)
 
     streaming the data block by block (it never has to fit in memory).
 
@@ -67,6 +67,9 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
         Kernel threads (default all cores numba sees).
     progress : bool
         tqdm bars.
+    sample_weight : array of shape (n_samples,), optional
+        The row weights c_i >= 0 (default 1): LIBLINEAR's per-row C_i = c_i / (lam n).
+        Not with the stochastic solvers. Class weights: see ``train_one_vs_rest``.
     **solver_options
         Passed to the solver (TRON: ``forcing``, ``xi``, ``kappa``, ``preconditioner``).
 
@@ -84,7 +87,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
             objective = SmoothSVMObjective(
                 source, loss, lam, sigma=width, fit_intercept=fit_intercept,
                 intercept_scaling=intercept_scaling, n_threads=n_threads,
-                progress=progress and source.nnz > 20_000_000)
+                progress=progress and source.nnz > 20_000_000, sample_weight=sample_weight)
             result = solve(objective, w0=w0, tol=tol, abs_tol=abs_tol,
                            liblinear_tol=liblinear_tol, max_iter=max_iter, progress=progress,
                            **solver_options)

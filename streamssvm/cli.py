@@ -32,6 +32,17 @@ def _positive_int(text):
     return value
 
 
+def _class_weight(text):
+    """'balanced', or 'LABEL:WEIGHT,...' as a dict of floats."""
+    if text == "balanced":
+        return text
+    try:
+        return {float(label): float(weight)
+                for label, weight in (item.rsplit(":", 1) for item in text.split(","))}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not 'balanced' nor LABEL:WEIGHT,...: {text!r}") from None
+
+
 def _float_list(text):
     try:
         return tuple(float(t) for t in text.split(","))
@@ -59,6 +70,9 @@ def _add_convert(subparsers):
                    help="index base; auto: one-based unless an index 0 occurs (as scikit-learn)")
     p.add_argument("--float64", action="store_true",
                    help="store values as float64 (default float32)")
+    p.add_argument("--multiclass", action="store_true",
+                   help="accept any number of labels (a store of class indices if more than "
+                        "two; train then fits one class against the rest for each)")
     blocks = p.add_mutually_exclusive_group()
     blocks.add_argument("--block-rows", type=_positive_int, metavar="N", help="rows per block")
     blocks.add_argument("--block-nnz", type=_positive_int, metavar="N", default=1 << 19,
@@ -77,7 +91,8 @@ def cmd_convert(args):
     zero_based = {"auto": "auto", "yes": True, "no": False}[args.zero_based]
     summary = convert_svmlight(
         args.input, args.output, n_features=args.n_features, zero_based=zero_based,
-        like=args.like, value_dtype="float64" if args.float64 else "float32",
+        like=args.like, multiclass=args.multiclass,
+        value_dtype="float64" if args.float64 else "float32",
         block_rows=args.block_rows, block_nnz=args.block_nnz,
         compression=None if args.compression == "none" else args.compression,
         fletcher32=args.fletcher32, overwrite=args.overwrite, progress=not args.quiet)
@@ -102,7 +117,7 @@ def cmd_info(args):
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), args.store)
     with Store(args.store) as store:
         meta = store.metadata
-        n_neg, n_pos = store.label_counts()
+        counts = store.class_counts()
         rows = np.diff(store.row_offsets) if store.n_blocks else np.zeros(1, np.int64)
         cells = store.n_samples * store.n_features
         density = f"{100 * store.nnz / cells:.4g}%" if cells else "n/a"
@@ -117,8 +132,11 @@ def cmd_info(args):
             ("features", f"{store.n_features:,}"),
             ("nonzeros", f"{store.nnz:,}"),
             ("density", density),
-            ("labels", f"-1 is {store.classes[0]:g} ({n_neg:,} rows), "
-                       f"+1 is {store.classes[1]:g} ({n_pos:,} rows)"),
+            ("classes", f"{len(counts)}: " + ", ".join(
+                f"{c:g} ({n:,} rows)" for c, n in zip(store.classes, counts)))
+             if store.multiclass else
+             ("labels", f"-1 is {store.classes[0]:g} ({counts[0]:,} rows), "
+                        f"+1 is {store.classes[1]:g} ({counts[1]:,} rows)"),
             ("blocks", f"{store.n_blocks:,} (rows per block: min {rows.min():,}, "
                        f"mean {rows.mean():,.1f}, max {rows.max():,})"),
             ("size on disk", _size(os.path.getsize(store.path))),
@@ -161,6 +179,9 @@ def _add_train(subparsers):
                    help="scale tol by max(min(#pos, #neg), 1)/n as LIBLINEAR does")
     p.add_argument("--max-iter", type=_positive_int, default=1000)
     p.add_argument("--intercept", action="store_true", help="fit an unregularised intercept")
+    p.add_argument("--class-weight", type=_class_weight, metavar="balanced|LABEL:W,...",
+                   help="weights of the classes' rows: 'balanced' (n / (k n_class)) or a list "
+                        "such as 1:5,-1:0.5 (others 1)")
     p.add_argument("--preconditioner", action="store_true",
                    help="diagonal preconditioner for CG (tron; newton always uses it)")
     p.add_argument("--forcing", choices=("constant", "quadratic"), default="constant",
@@ -172,25 +193,33 @@ def _add_train(subparsers):
 
 
 def cmd_train(args):
-    from .api import train_stream
+    from .multiclass import train_one_vs_rest
 
     if os.path.exists(args.output) and not args.overwrite:
         raise FileExistsError(errno.EEXIST, "exists (pass --overwrite to replace it)", args.output)
     options = {}
     if args.solver == "tron":
         options = dict(preconditioner=args.preconditioner, forcing=args.forcing)
-    model = train_stream(args.store, loss=args.loss, sigma=args.sigma, sigma_path=args.sigma_path,
-                         lam=args.lam,
-                         solver=args.solver, tol=args.tol, abs_tol=args.abs_tol,
-                         liblinear_tol=args.liblinear_tol, max_iter=args.max_iter,
-                         fit_intercept=args.intercept, n_threads=args.threads,
-                         progress=not args.quiet, **options)
+    model = train_one_vs_rest(args.store, class_weight=args.class_weight, loss=args.loss,
+                              sigma=args.sigma, sigma_path=args.sigma_path, lam=args.lam,
+                              solver=args.solver, tol=args.tol, abs_tol=args.abs_tol,
+                              liblinear_tol=args.liblinear_tol, max_iter=args.max_iter,
+                              fit_intercept=args.intercept, n_threads=args.threads,
+                              progress=not args.quiet, **options)
     model.save(args.output, overwrite=args.overwrite)
     if not args.quiet:
         p = model.params
-        print(f"{p['solver']} {'converged' if p['converged'] else 'stopped: ' + p['message']} in "
-              f"{p['n_iter']} iterations, {p['passes']} passes, {p['seconds']:.2f} s; objective "
-              f"{p['objective']:.8g}, ||grad|| {p['grad_norm']:.3g}; wrote {args.output}")
+        if model.multiclass:
+            stopped = [c["label"] for c in p["per_class"] if not c["converged"]]
+            print(f"one-vs-rest over {len(model.classes_)} classes: {p['solver']} "
+                  f"{'converged' if p['converged'] else 'stopped early for ' + str(stopped)}, "
+                  f"at most {p['n_iter']} iterations, {p['passes']} passes, "
+                  f"{p['seconds']:.2f} s; wrote {args.output}")
+        else:
+            print(f"{p['solver']} {'converged' if p['converged'] else 'stopped: ' + p['message']}"
+                  f" in {p['n_iter']} iterations, {p['passes']} passes, {p['seconds']:.2f} s; "
+                  f"objective {p['objective']:.8g}, ||grad|| {p['grad_norm']:.3g}; wrote "
+                  f"{args.output}")
     return 0
 
 
@@ -216,10 +245,10 @@ def cmd_predict(args):
     model = Model.load(args.model)
     with Store(args.store) as store:
         decision, labels = model.decision_and_labels(store)
-    accuracy = float(np.mean((decision > 0) == (labels > 0))) if len(labels) else float("nan")
+        accuracy = model.accuracy(decision, labels, store.classes)
     print(f"accuracy {accuracy:.4f} on {len(labels):,} rows of {args.store}")
-    if args.output:
-        values = decision if args.decision else model.classes_[(decision > 0).astype(np.intp)]
+    if args.output:  # one-vs-rest decision values: one column per class
+        values = decision if args.decision else model.labels_of(decision)
         with atomic_output(args.output, overwrite=args.overwrite) as tmp:
             np.savetxt(tmp, values, fmt="%.17g" if args.decision else "%g")
     return 0

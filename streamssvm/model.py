@@ -2,7 +2,9 @@
 
 The model file is a NumPy ``.npz`` archive read with ``allow_pickle=False``: arrays
 ``coef`` (n_features,), ``intercept`` (), ``classes`` (2,), and ``meta``, a JSON string
-with the training parameters and the per-iteration history.
+with the training parameters and the per-iteration history (version 1). A one-vs-rest
+model over k > 2 classes (version 2) has ``coef`` (k, n_features), ``intercept`` (k,),
+``classes`` (k,), and one parameter set and history per class.
 """
 
 import json
@@ -16,34 +18,48 @@ from ._atomic import atomic_output
 from .data import BlockSource, Store
 
 MODEL_FORMAT = "streamssvm.model"
-MODEL_VERSION = 1
+MODEL_VERSION = 2  # the newest read; binary models are still written as version 1
 
 
 class Model:
-    """A linear classifier sign(x.coef_ + intercept_) over two classes.
+    """A linear classifier: sign(x.coef_ + intercept_) over two classes, or one-vs-rest
+    argmax_c (x.coef_[c] + intercept_[c]) over k > 2.
 
     Attributes
     ----------
-    coef_ : array of shape (n_features,)
-    intercept_ : float
-    classes_ : array of shape (2,)
-        The original label values predicted for a negative and a positive decision.
+    coef_ : array of shape (n_features,), or (n_classes, n_features) one-vs-rest
+    intercept_ : float, or array of shape (n_classes,) one-vs-rest
+    classes_ : array of shape (2,) or (n_classes,)
+        The original label values: predicted for a negative and a positive decision, or
+        for each row of ``coef_``.
     params : dict
-        How the model was trained (loss, sigma, lambda, solver, tolerance ...).
+        How the model was trained (loss, sigma, lambda, solver, tolerance ...); one-vs-rest:
+        ``{"classes": [params of each class's problem], ...}``.
     history : list of dict
-        One entry per solver iteration.
+        One entry per solver iteration (one-vs-rest: entries carry ``class``).
     """
 
     def __init__(self, coef, intercept, classes, params=None, history=None):
         self.coef_ = np.asarray(coef, dtype=np.float64)
-        self.intercept_ = float(intercept)
         self.classes_ = np.asarray(classes, dtype=np.float64)
+        if self.coef_.ndim == 1:
+            self.intercept_ = float(intercept)
+        elif self.coef_.ndim == 2 and self.coef_.shape[0] == len(self.classes_) > 2:
+            self.intercept_ = np.asarray(intercept, dtype=np.float64).reshape(len(self.classes_))
+        else:
+            raise ValueError(f"coef of shape {self.coef_.shape} with {len(self.classes_)} "
+                             f"classes: expected (n_features,) or (n_classes > 2, n_features)")
         self.params = dict(params or {})
         self.history = list(history or [])
 
     @property
+    def multiclass(self):
+        """One row of ``coef_`` per class (more than two classes)."""
+        return self.coef_.ndim == 2
+
+    @property
     def n_features_in_(self):
-        return self.coef_.shape[0]
+        return self.coef_.shape[-1]
 
     def __repr__(self):
         keys = ("loss", "sigma", "lam", "solver")
@@ -55,22 +71,47 @@ class Model:
             raise ValueError(f"{what} has {n_features} features, the model {self.n_features_in_}")
 
     def _weights(self):
+        """coef_ and intercept_ as the kernels take them: (n_features + 1,) or, one-vs-rest,
+        (n_features + 1, n_classes) (see ``kernels.decision_classes``)."""
+        if self.multiclass:
+            return np.ascontiguousarray(np.vstack([self.coef_.T, self.intercept_]))
         return np.append(self.coef_, self.intercept_)
 
     def decision_and_labels(self, source):
-        """Decision values and the source's labels (+-1), in one pass over a BlockSource."""
+        """Decision values (shape (n_samples,), or (n_samples, n_classes) one-vs-rest) and
+        the source's labels (as in its blocks), in one pass over a BlockSource."""
         self._width_check(source.n_features, source.name)
-        out = np.empty(source.n_samples)
-        labels = np.empty(source.n_samples, np.int8)
+        out = np.empty((source.n_samples, *self.coef_.shape[:-1]))
+        labels = np.empty(source.n_samples, np.int32 if source.multiclass else np.int8)
         w = self._weights()
         for b in source.iter_blocks(transient=True):
             rows = slice(b.row_start, b.row_start + b.n_rows)
-            kernels.decision(b.indptr, b.indices, b.data, w, 1.0, out[rows])
+            if self.multiclass:
+                kernels.decision_classes(b.indptr, b.indices, b.data, w, out[rows])
+            else:
+                kernels.decision(b.indptr, b.indices, b.data, w, 1.0, out[rows])
             labels[rows] = b.y
         return out, labels
 
+    def labels_of(self, decision):
+        """The predicted original labels for decision values from :meth:`decision_function`."""
+        if self.multiclass:
+            return self.classes_[np.argmax(decision, axis=1)]
+        return self.classes_[(decision > 0).astype(np.intp)]
+
+    def accuracy(self, decision, labels, source_classes):
+        """Fraction of rows predicted right, from :meth:`decision_and_labels` on a source
+        whose ``classes`` are ``source_classes`` (NaN for no rows)."""
+        if not len(labels):
+            return float("nan")
+        if not self.multiclass and len(source_classes) == 2:  # same label map: compare signs
+            return float(np.mean((decision > 0) == (labels > 0)))
+        truth = np.asarray(source_classes)[labels if len(source_classes) > 2
+                                           else (labels > 0).astype(np.intp)]
+        return float(np.mean(self.labels_of(decision) == truth))
+
     def decision_function(self, X):
-        """Decision values x.coef_ + intercept_.
+        """Decision values x.coef_ + intercept_ (one-vs-rest: x.coef_[c] + intercept_[c]).
 
         Parameters
         ----------
@@ -79,7 +120,7 @@ class Model:
 
         Returns
         -------
-        array of shape (n_samples,)
+        array of shape (n_samples,), or (n_samples, n_classes) one-vs-rest
         """
         if isinstance(X, (str, os.PathLike)):
             with Store(X) as store:
@@ -90,11 +131,11 @@ class Model:
         self._width_check(X.shape[1], "X")
         if X.nnz and not np.all(np.isfinite(X.data)):
             raise ValueError("X holds NaN or infinite values")
-        return X @ self.coef_ + self.intercept_
+        return X @ self.coef_.T + self.intercept_
 
     def predict(self, X):
         """Predicted original labels, array of shape (n_samples,)."""
-        return self.classes_[(self.decision_function(X) > 0).astype(np.intp)]
+        return self.labels_of(self.decision_function(X))
 
     def score(self, X, y=None):
         """Accuracy on ``X`` and labels ``y`` (original values), or on a store / source
@@ -108,16 +149,16 @@ class Model:
             finally:
                 if source is not X:
                     source.close()
-            return float(np.mean((decision > 0) == (labels > 0))) if len(labels) else float("nan")
+            return self.accuracy(decision, labels, source.classes)
         return float(np.mean(self.predict(X) == np.asarray(y)))
 
     def save(self, path, overwrite=True):
         """Write the model to ``path`` (``.npz``; whole or not at all)."""
-        meta = json.dumps({"format": MODEL_FORMAT, "version": MODEL_VERSION,
+        meta = json.dumps({"format": MODEL_FORMAT, "version": 2 if self.multiclass else 1,
                            "params": self.params, "history": self.history})
         with atomic_output(path, overwrite=overwrite) as tmp:
             with open(tmp, "wb") as fh:
-                np.savez(fh, coef=self.coef_, intercept=np.float64(self.intercept_),
+                np.savez(fh, coef=self.coef_, intercept=np.asarray(self.intercept_, np.float64),
                          classes=self.classes_, meta=np.array(meta))
 
     @classmethod
@@ -128,7 +169,11 @@ class Model:
                 meta = json.loads(str(z["meta"]))
                 if meta.get("format") != MODEL_FORMAT:
                     raise ValueError("format tag missing")
-                return cls(z["coef"], float(z["intercept"]), z["classes"], meta["params"],
-                           meta["history"])
+                if meta.get("version", 1) > MODEL_VERSION:
+                    raise ValueError(f"model version {meta['version']} is newer than this "
+                                     f"library reads ({MODEL_VERSION})")
+                intercept = z["intercept"]
+                return cls(z["coef"], intercept[()] if intercept.ndim == 0 else intercept,
+                           z["classes"], meta["params"], meta["history"])
         except (OSError, KeyError, ValueError) as exc:
             raise ValueError(f"{path}: not a streamssvm model ({exc})") from exc

@@ -72,18 +72,20 @@ def augmented(X, bias):
     return np.hstack([X, np.full((X.shape[0], 1), bias)]) if bias else X
 
 
-def reference(X, y, loss_name, sigma, lam, bias, w):
-    """f, gradient and dense Hessian from numpy, independent of the kernels."""
+def reference(X, y, loss_name, sigma, lam, bias, w, weights=None):
+    """f, gradient and dense Hessian from numpy, independent of the kernels (row weights
+    c_i: ``weights``, default 1)."""
     loss = get_loss(loss_name, sigma)
     Z = augmented(X, bias)
     n = Z.shape[0]
+    c = np.ones(n) if weights is None else weights
     psi, dpsi, d2psi = loss.derivatives(y * (Z @ w))
     reg = np.ones(Z.shape[1])
     if bias:
         reg[-1] = 0.0
-    f = 0.5 * lam * np.sum(reg * w * w) + psi.mean()
-    grad = lam * reg * w + Z.T @ (dpsi * y) / n
-    hess = np.diag(lam * reg) + (Z.T * d2psi) @ Z / n
+    f = 0.5 * lam * np.sum(reg * w * w) + np.sum(c * psi) / n
+    grad = lam * reg * w + Z.T @ (c * dpsi * y) / n
+    hess = np.diag(lam * reg) + (Z.T * (c * d2psi)) @ Z / n
     return f, grad, hess
 
 
@@ -117,9 +119,13 @@ def test_gradient_against_five_point_differences(loss, sigma, bias, dtype):
     obj = SmoothSVMObjective(InMemorySource(X, y), loss, lam=1e-2, sigma=sigma,
                              fit_intercept=bool(bias), intercept_scaling=bias or 1.0)
     w = point(obj)
+    assert obj.value(w) == pytest.approx(obj.evaluate(w).f, rel=1e-14)
+    assert_gradient_matches_differences(obj, w, np.random.default_rng(7))
+
+
+def assert_gradient_matches_differences(obj, w, rng):
+    """The gradient at ``w`` along 3 random directions against five-point differences."""
     state = obj.evaluate(w)
-    assert obj.value(w) == pytest.approx(state.f, rel=1e-14)
-    rng = np.random.default_rng(7)
     # small enough that (almost surely) no margin of these 300 rows crosses the squared
     # hinge's kink; rounding is then eps * f / h ~ 1e-11
     h = 1e-5
@@ -138,9 +144,13 @@ def test_hessian_vector_product_against_gradient_differences(loss, sigma, bias, 
     X, y = random_problem(dtype=dtype, seed=4)
     obj = SmoothSVMObjective(InMemorySource(X, y), loss, lam=1e-2, sigma=sigma,
                              fit_intercept=bool(bias), intercept_scaling=bias or 1.0)
-    w = point(obj, seed=2)
+    assert_hessp_matches_differences(obj, point(obj, seed=2), np.random.default_rng(8))
+
+
+def assert_hessp_matches_differences(obj, w, rng):
+    """Hessian-vector products at ``w`` along 3 random directions against central
+    differences of the gradient."""
     state = obj.evaluate(w)
-    rng = np.random.default_rng(8)
     h = 1e-6  # the squared hinge's generalized Hessian is its Hessian off the kinks
     for _ in range(3):
         v = rng.normal(size=obj.n_variables)

@@ -2,11 +2,12 @@
 
 from .convert import convert_svmlight
 from .memory import InMemorySource
-from .source import Block, BlockSource
+from .source import Block, BlockSource, OneVsRestView
 from .store import Store, StoreError, StoreWriter, write_store
 from .storeset import StoreSet
 from .subset import RowSubset
 from .svmlight import SvmlightFormatError
 
-__all__ = ["Block", "BlockSource", "InMemorySource", "RowSubset", "Store", "StoreError",
-           "StoreSet", "StoreWriter", "SvmlightFormatError", "convert_svmlight", "write_store"]
+__all__ = ["Block", "BlockSource", "InMemorySource", "OneVsRestView", "RowSubset", "Store",
+           "StoreError", "StoreSet", "StoreWriter", "SvmlightFormatError", "convert_svmlight",
+           "write_store"]

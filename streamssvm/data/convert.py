@@ -122,9 +122,9 @@ def _progress_bar(total, enabled, name):
 
 
 def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=None, like=None,
-                     value_dtype="float32", block_rows=None, block_nnz=1 << 19, compression=None,
-                     compression_level=None, fletcher32=False, overwrite=False, progress=True,
-                     _chunk_bytes=DEFAULT_CHUNK_BYTES):
+                     multiclass=False, value_dtype="float32", block_rows=None, block_nnz=1 << 19,
+                     compression=None, compression_level=None, fletcher32=False, overwrite=False,
+                     progress=True, _chunk_bytes=DEFAULT_CHUNK_BYTES):
     """Convert an svmlight / libsvm text file into an HDF5 store of CSR row blocks.
 
     The input is streamed: memory depends on the chunk size, the block size and the longest
@@ -146,13 +146,18 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
         is one-based unless an index 0 occurs anywhere in it. It is parsed as one-based;
         when a 0 appears, every block already written to the temporary file is rewritten
         with its indices shifted back by one, and parsing continues zero-based.
-    classes : pair of floats, optional
+    classes : sequence of floats, optional
         The label values that stand for -1 and +1; any other label is an error. Default:
         the two distinct labels of the file, the smaller one as -1 (a file whose labels
-        are all -1 or all +1 is read as {-1, +1}).
+        are all -1 or all +1 is read as {-1, +1}). More than two values: a multiclass
+        store with these classes.
     like : str or path-like, optional
         An existing store whose ``n_features`` and ``classes`` this conversion uses, so that
-        a test file shares the training file's width and label map.
+        a test file shares the training file's width and label map (multiclass or not).
+    multiclass : bool
+        Accept any number of distinct labels. With more than two, the store is a multiclass
+        one (format version 2): its labels are indices into the sorted distinct values,
+        ``classes``. With two, it is the usual binary store.
     value_dtype : {"float32", "float64"}
         Values are parsed to float64 (bit-identical to ``float()``), then stored in this type.
     block_rows : int, optional
@@ -173,8 +178,9 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
     Returns
     -------
     summary : dict
-        ``n_samples``, ``n_features``, ``nnz``, ``n_blocks``, ``classes``, ``label_counts``
-        (rows coded -1, +1), ``zero_based`` (the base in effect), ``repaired_rows``,
+        ``n_samples``, ``n_features``, ``nnz``, ``n_blocks``, ``classes``, ``class_counts``
+        (rows per class), ``label_counts`` (rows coded -1, +1; None if multiclass),
+        ``zero_based`` (the base in effect), ``repaired_rows``,
         ``seconds`` (wall time of the whole conversion), ``text_bytes`` (uncompressed text),
         ``source_bytes`` (file size), ``store_bytes``, ``mb_per_s`` (text megabytes,
         1e6 bytes, per second), ``src``, ``dst``.
@@ -199,8 +205,8 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
     colon; an index below 1 (one-based) or 0 (zero-based) or at or beyond ``n_features``;
     NaN or infinite values and labels (including overflow such as 1e999); an index
     repeated within a row; an unparsable or misplaced qid; a third distinct label
-    (multiclass) or, with ``classes``/``like``, a label outside them; a file with one
-    label value other than -1/+1 and no ``classes``; a file with no data lines.
+    (unless ``multiclass``) or, with ``classes``/``like``, a label outside them; a file
+    with one label value other than -1/+1 and no ``classes``; a file with no data lines.
     """
     t0 = time.perf_counter()
     src, dst = os.fspath(src), os.fspath(dst)
@@ -217,6 +223,8 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
         if classes is not None and tuple(map(float, classes)) != like_classes:
             raise ValueError(f"classes={tuple(classes)} contradicts {like}'s {like_classes}")
         n_features, classes = like_features, like_classes
+    if classes is not None:
+        multiclass = len(classes) > 2  # the classes say which store it is
     if _chunk_bytes < 1:
         raise ValueError(f"_chunk_bytes must be >= 1, got {_chunk_bytes}")
 
@@ -229,18 +237,12 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
         try:
             with StoreWriter(dst, value_dtype=value_dtype, compression=compression,
                              compression_level=compression_level, fletcher32=fletcher32,
-                             overwrite=overwrite) as writer:
-                n_provisional_positive = 0
-
-                def add_block(indptr, indices, values, y):
-                    nonlocal n_provisional_positive
-                    writer.add_block(indptr, indices, values, y)
-                    n_provisional_positive += int(np.count_nonzero(y > 0))
-
-                parser = BlockParser(src, add_block,
+                             overwrite=overwrite, multiclass=multiclass) as writer:
+                parser = BlockParser(src, writer.add_block,
                                      lambda: _shift_written_indices(writer),
                                      zero_based=zero_based, n_features=n_features,
-                                     classes=classes, block_rows=block_rows, block_nnz=block_nnz)
+                                     classes=classes, multiclass=multiclass,
+                                     block_rows=block_rows, block_nnz=block_nnz)
                 raw = _HashingReader(fh, bar)
                 text = _open_text(raw, kind)
                 if kind is not None:
@@ -248,15 +250,15 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
                 text_bytes = _stream(text, parser, _chunk_bytes)
                 raw.drain()
                 parser.finish()
-                final_classes, flip = parser.classes()
-                n_positive = n_provisional_positive
-                if flip:
+                final_classes, relabel = parser.classes()
+                if multiclass:
+                    writer.relabel_classes(relabel)
+                elif relabel:
                     writer.negate_labels()
-                    n_positive = parser.n_samples - n_positive
-                n_negative = parser.n_samples - n_positive
                 options = {"zero_based": parser.zero_based, "zero_based_option": zero_based,
                            "block_rows": block_rows, "block_nnz": None if block_rows else block_nnz,
-                           "repaired_rows": parser.repaired_rows, "input_compression": kind}
+                           "repaired_rows": parser.repaired_rows, "input_compression": kind,
+                           "multiclass": multiclass}
                 writer.close(parser.n_features, final_classes,
                              source={"name": os.path.basename(src), "size": raw.size,
                                      "sha256": raw.sha256.hexdigest()},
@@ -269,7 +271,9 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
         "src": src, "dst": dst,
         "n_samples": parser.n_samples, "n_features": parser.n_features, "nnz": parser.nnz,
         "n_blocks": parser.n_blocks, "classes": final_classes,
-        "label_counts": (n_negative, n_positive),
+        "class_counts": [int(c) for c in writer.class_counts],
+        "label_counts": None if len(final_classes) > 2 else
+        tuple(int(c) for c in writer.class_counts),
         "zero_based": parser.zero_based, "repaired_rows": parser.repaired_rows,
         "seconds": seconds, "text_bytes": text_bytes, "source_bytes": source_bytes,
         "store_bytes": os.path.getsize(dst), "mb_per_s": text_bytes / 1e6 / max(seconds, 1e-9),

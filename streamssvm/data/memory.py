@@ -37,14 +37,17 @@ class InMemorySource(BlockSource):
     X : sparse matrix or array of shape (n_samples, n_features)
         Converted to CSR with int32 indices and sorted, summed duplicates.
     y : array of shape (n_samples,)
-        Two distinct values; the smaller maps to -1, the larger to +1 (or ``classes``).
+        Two distinct values: the smaller maps to -1, the larger to +1 (or as ``classes``
+        says). More than two: a multiclass source, whose labels are the indices of the
+        values in ``classes`` (default: the sorted distinct values).
     block_rows, block_nnz : int, optional
         How to cut blocks, as in the converter.
-    classes : sequence of 2 values, optional
-        The label values standing for -1 and +1.
+    classes : sequence of values, optional
+        The label values: two, standing for -1 and +1, or more (multiclass).
     """
 
     name = "<in-memory matrix>"
+    in_memory = True
 
     def __init__(self, X, y, block_rows=None, block_nnz=DEFAULT_BLOCK_NNZ, classes=None,
                  value_dtype=None):
@@ -65,17 +68,24 @@ class InMemorySource(BlockSource):
             classes = np.unique(y)
             if len(classes) == 1 and classes[0] in (-1, 1):
                 classes = np.array([-1, 1])
-            if len(classes) != 2:
-                raise ValueError(f"{self.name}: y must hold two distinct labels, found "
-                                 f"{len(classes)}: {classes[:5]}")
+            if len(classes) < 2:
+                raise ValueError(f"{self.name}: y must hold at least two distinct labels, "
+                                 f"found {len(classes)}: {classes}")
         classes = tuple(float(c) for c in classes)
+        if len(set(classes)) != len(classes) or len(classes) < 2:
+            raise ValueError(f"{self.name}: classes must be at least two distinct values, "
+                             f"got {classes}")
         unknown = ~np.isin(y, classes)
         if np.any(unknown):
             raise ValueError(f"{self.name}: label {y[unknown][0]!r} is not one of {classes}")
         self.X = X
         self.indices = X.indices.astype(np.int32, copy=False)
-        self.y = np.where(y == classes[1], 1, -1).astype(np.int8)
         self.classes = classes
+        if self.multiclass:
+            order = np.argsort(classes)
+            self.y = order[np.searchsorted(np.asarray(classes)[order], y)].astype(np.int32)
+        else:
+            self.y = np.where(y == classes[1], 1, -1).astype(np.int8)
         self.n_samples, self.n_features = X.shape
         self.nnz = X.nnz
         self.value_dtype = X.dtype
@@ -85,6 +95,5 @@ class InMemorySource(BlockSource):
         a, b = int(self.row_offsets[k]), int(self.row_offsets[k + 1])
         return Block(k, a, self.X.indptr[a:b + 1], self.indices, self.X.data, self.y[a:b])
 
-    def label_counts(self):
-        n_pos = int(np.count_nonzero(self.y > 0))
-        return self.n_samples - n_pos, n_pos
+    def labels(self):
+        return self.y.copy()

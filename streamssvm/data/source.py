@@ -27,7 +27,9 @@ class Block:
     indptr : array of shape (n_rows + 1,), int32 or int64
     indices : array of shape (>= indptr[-1],), int32
     data : array of shape (>= indptr[-1],), float32 or float64
-    y : array of shape (n_rows,), int8, values -1 or +1
+    y : array of shape (n_rows,)
+        Binary source (two classes): int8, -1 or +1. Multiclass source (k > 2 classes):
+        int32 class indices 0 .. k - 1 into the source's ``classes``.
     """
 
     index: int
@@ -58,12 +60,19 @@ class BlockSource:
     """Base of the HDF5 store and the in-memory source; the solvers see only this.
 
     Subclasses set ``n_samples``, ``n_features``, ``nnz``, ``classes`` (the original
-    label values mapped to -1 and +1, in that order), ``value_dtype``, ``row_offsets``
+    label values: two, mapped to -1 and +1 in that order, or k > 2 for a multiclass
+    source, whose labels are the indices into them), ``value_dtype``, ``row_offsets``
     (array of shape (n_blocks + 1,): block ``k`` holds rows
     ``row_offsets[k] .. row_offsets[k + 1]``) and implement ``read_block``.
     """
 
     name = "<source>"
+    in_memory = False  # True: a pass reads memory, not a file
+
+    @property
+    def multiclass(self):
+        """More than two classes: labels are class indices (see :class:`Block`)."""
+        return len(self.classes) > 2
 
     @property
     def n_blocks(self):
@@ -116,7 +125,71 @@ class BlockSource:
             return sp.csr_matrix((0, self.n_features), dtype=self.value_dtype), np.empty(0, np.int8)
         return sp.vstack(parts, format="csr"), np.concatenate(labels)
 
+    def labels(self):
+        """The labels of all rows, array of shape (n_samples,) (as in :class:`Block`)."""
+        parts = [b.y.copy() for b in self.iter_blocks(transient=True)]
+        return np.concatenate(parts) if parts else np.empty(0, np.int8)
+
+    def class_counts(self):
+        """Rows per class, int64 array of shape (len(classes),)."""
+        labels = self.labels()
+        if not self.multiclass:
+            labels = labels > 0
+        return np.bincount(labels, minlength=len(self.classes)).astype(np.int64)
+
     def label_counts(self):
-        """``(n_negative, n_positive)`` over the whole source (one pass over the labels)."""
-        n_pos = sum(int(np.count_nonzero(b.y > 0)) for b in self.iter_blocks())
-        return self.n_samples - n_pos, n_pos
+        """``(n_negative, n_positive)`` of a binary source."""
+        if self.multiclass:
+            raise ValueError(f"{self.name}: {len(self.classes)} classes, not two: see class_counts")
+        n_neg, n_pos = self.class_counts()
+        return int(n_neg), int(n_pos)
+
+
+class OneVsRestView(BlockSource):
+    """Class ``k`` of a multiclass source against all the others, as a binary source.
+
+    The blocks are those of ``source`` (no copy of the rows; a pass reads the source as
+    it would) with labels +1 for class ``k`` and -1 for the rest, made per block.
+
+    Parameters
+    ----------
+    source : BlockSource
+        A multiclass source; it must stay open while the view is used.
+    k : int
+        The class index, in ``0 .. len(source.classes) - 1``.
+
+    Attributes
+    ----------
+    classes : tuple of 2 floats
+        ``(nan, source.classes[k])``: -1 stands for no single label.
+    """
+
+    def __init__(self, source, k):
+        if not source.multiclass:
+            raise ValueError(f"{source.name}: binary source, one-vs-rest views need more than "
+                             f"two classes")
+        if not 0 <= k < len(source.classes):
+            raise IndexError(f"{source.name}: class index {k} outside 0..{len(source.classes) - 1}")
+        self.source, self.k = source, int(k)
+        label = source.classes[k]
+        self.name = f"{source.name} (class {label:g} vs rest)"
+        self.classes = (float("nan"), label)
+        for attr in ("n_samples", "n_features", "nnz", "value_dtype", "row_offsets",
+                     "in_memory"):
+            setattr(self, attr, getattr(source, attr))
+
+    def _binary(self, block):
+        y = np.where(block.y == self.k, np.int8(1), np.int8(-1))
+        return Block(block.index, block.row_start, block.indptr, block.indices, block.data, y)
+
+    def read_block(self, k):
+        return self._binary(self.source.read_block(k))
+
+    def iter_blocks(self, order=None, transient=False):
+        """The source's blocks, read as the source reads them (a store reads ahead)."""
+        for block in self.source.iter_blocks(order, transient=transient):
+            yield self._binary(block)
+
+    def class_counts(self):
+        counts = self.source.class_counts()
+        return np.array([self.n_samples - counts[self.k], counts[self.k]], np.int64)

@@ -11,7 +11,8 @@ from .._atomic import atomic_output
 from .source import Block, BlockSource
 
 FORMAT_NAME = "streamssvm.csr-blocks"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # the newest read; binary stores are still written as version 1
+MULTICLASS_VERSION = 2  # more than two classes: class-index labels, ``class_counts``
 COMPRESSIONS = (None, "gzip", "lzf")
 _PREFETCH = 2  # blocks read ahead of the one being used
 
@@ -41,10 +42,13 @@ class StoreWriter:
         Store an HDF5 Fletcher-32 checksum with every block's data.
     overwrite : bool
         Replace an existing ``path``.
+    multiclass : bool
+        Blocks come with class indices (int, 0 ..) instead of -1/+1; :meth:`close` with
+        more than two classes writes a multiclass store (version 2), with two a binary one.
     """
 
     def __init__(self, path, value_dtype="float32", compression=None, compression_level=None,
-                 fletcher32=False, overwrite=False):
+                 fletcher32=False, overwrite=False, multiclass=False):
         if compression not in COMPRESSIONS:
             raise ValueError(f"compression must be one of {COMPRESSIONS}, got {compression!r}")
         self.path = os.fspath(path)
@@ -64,7 +68,8 @@ class StoreWriter:
         self._atomic = atomic_output(self.path, overwrite=overwrite)
         self._row_offsets = [0]
         self._nnz_offsets = [0]
-        self._n_positive = 0
+        self.multiclass = bool(multiclass)
+        self._class_counts = np.zeros(0 if multiclass else 2, np.int64)  # binary: -1, +1
         self._max_index = -1
 
     def __enter__(self):
@@ -81,13 +86,19 @@ class StoreWriter:
     def n_blocks(self):
         return len(self._row_offsets) - 1
 
+    @property
+    def class_counts(self):
+        """Rows written per class (binary: -1, +1), array of int64."""
+        return self._class_counts.copy()
+
     def _dataset(self, group, name, array):
         filters = self._filters if array.size else {}
         chunks = array.shape if filters else None
         group.create_dataset(name, data=array, chunks=chunks, **filters)
 
     def add_block(self, indptr, indices, data, y):
-        """Append rows. ``indptr`` starts at 0; ``y`` holds -1/+1 (int8).
+        """Append rows. ``indptr`` starts at 0; ``y`` holds -1/+1, or class indices if
+        ``multiclass``.
 
         The caller has validated the arrays (sorted in-range indices, finite values).
         """
@@ -97,22 +108,47 @@ class StoreWriter:
         self._dataset(group, "indptr", indptr)
         self._dataset(group, "indices", np.ascontiguousarray(indices[:nnz], dtype=np.int32))
         self._dataset(group, "data", np.ascontiguousarray(data[:nnz], dtype=self.value_dtype))
-        y = np.ascontiguousarray(y, dtype=np.int8)
+        y = np.ascontiguousarray(y, dtype=np.int32 if self.multiclass else np.int8)
         self._dataset(group, "y", y)
         self._row_offsets.append(self._row_offsets[-1] + len(indptr) - 1)
         self._nnz_offsets.append(self._nnz_offsets[-1] + nnz)
-        self._n_positive += int(np.count_nonzero(y > 0))
+        counts = np.bincount(y if self.multiclass else y > 0, minlength=len(self._class_counts))
+        counts[:len(self._class_counts)] += self._class_counts
+        self._class_counts = counts
         if nnz:
             self._max_index = max(self._max_index, int(indices[:nnz].max()))
 
     def negate_labels(self):
         """Flip the sign of every label written so far (the converter learns the label
         order only at the end of its input)."""
+        self._rewrite_labels(np.negative)
+        self._class_counts = self._class_counts[::-1].copy()
+
+    def relabel_classes(self, new_index):
+        """Class ``j`` of the blocks written so far becomes ``new_index[j]`` (``multiclass``;
+        the converter numbers classes as they appear and sorts them at the end)."""
+        new_index = np.asarray(new_index, np.int32)
+        self._rewrite_labels(lambda y: new_index[y])
+        counts = np.zeros(max(len(new_index), len(self._class_counts)), np.int64)
+        counts[new_index[:len(self._class_counts)]] = self._class_counts
+        self._class_counts = counts
+
+    def _rewrite_labels(self, relabel):
         for k in range(self.n_blocks):
             ds = self._file[_block_name(k)]["y"]
             if ds.shape[0]:
-                ds[...] = -ds[...]
-        self._n_positive = self._row_offsets[-1] - self._n_positive
+                ds[...] = relabel(ds[...])
+
+    def _binary_labels(self):
+        """Class indices 0/1 written so far become int8 -1/+1 (a ``multiclass`` writer
+        that met only two classes writes a binary store)."""
+        for k in range(self.n_blocks):
+            group = self._file[_block_name(k)]
+            y = group["y"][...]
+            del group["y"]
+            self._dataset(group, "y", (2 * y - 1).astype(np.int8))
+        self._class_counts = np.append(self._class_counts, np.zeros(2, np.int64))[:2]
+        self.multiclass = False
 
     def close(self, n_features, classes, source=None, extra_options=None):
         """Write the metadata and move the file into place.
@@ -121,26 +157,42 @@ class StoreWriter:
         ----------
         n_features : int or None
             Width of the matrix; None takes the largest column index + 1.
-        classes : sequence of 2 floats
-            The original label values that -1 and +1 stand for.
+        classes : sequence of floats
+            The original label values that -1 and +1 stand for, or (``multiclass``) the
+            value of each class index; a multiclass writer given two classes writes a
+            binary store (index 0 as -1).
         source : dict, optional
             ``name``, ``size`` and ``sha256`` of the text the store was made from.
         """
         width = self._max_index + 1 if n_features is None else int(n_features)
         if width <= self._max_index:
             raise ValueError(f"n_features={width} but column index {self._max_index} occurs")
+        classes = np.asarray(classes, np.float64)
+        if self.multiclass and len(classes) < len(self._class_counts):
+            raise ValueError(f"class index {len(self._class_counts) - 1} occurs but "
+                             f"{len(classes)} classes are given")
+        if len(classes) < 2:
+            raise ValueError(f"a store needs at least two classes, got {len(classes)}")
+        if self.multiclass and len(classes) == 2:
+            self._binary_labels()
+        if len(classes) != 2 and not self.multiclass:
+            raise ValueError(f"a binary store has two classes, got {len(classes)}")
         f = self._file
         f.create_dataset("row_offsets", data=np.asarray(self._row_offsets, np.int64))
         f.create_dataset("nnz_offsets", data=np.asarray(self._nnz_offsets, np.int64))
         attrs = f.attrs
         attrs["format"] = FORMAT_NAME
-        attrs["version"] = FORMAT_VERSION
+        attrs["version"] = MULTICLASS_VERSION if self.multiclass else 1
         attrs["n_samples"] = self._row_offsets[-1]
         attrs["n_features"] = width
         attrs["nnz"] = self._nnz_offsets[-1]
         attrs["n_blocks"] = self.n_blocks
-        attrs["n_positive"] = self._n_positive
-        attrs["classes"] = np.asarray(classes, np.float64)
+        if self.multiclass:
+            attrs["class_counts"] = np.append(
+                self._class_counts, np.zeros(len(classes) - len(self._class_counts), np.int64))
+        else:
+            attrs["n_positive"] = int(self._class_counts[1])
+        attrs["classes"] = classes
         attrs["value_dtype"] = self.value_dtype.name
         source = source or {}
         attrs["source_name"] = str(source.get("name", ""))
@@ -185,11 +237,21 @@ class Store(BlockSource):
         self._ring = None
         self.row_offsets = self._file["row_offsets"][...]
         self.nnz_offsets = self._file["nnz_offsets"][...]
-        self._n_positive = int(attrs["n_positive"])
         if (len(self.row_offsets) != int(attrs["n_blocks"]) + 1
                 or self.row_offsets[-1] != self.n_samples or self.nnz_offsets[-1] != self.nnz):
             self._file.close()
             raise StoreError(f"{self.path}: block offsets disagree with the file's metadata")
+        if self.multiclass != (version >= MULTICLASS_VERSION):
+            self._file.close()
+            raise StoreError(f"{self.path}: {len(self.classes)} classes in a version "
+                             f"{version} store (version 2 stores have more than two, older "
+                             f"ones two)")
+        if self.multiclass:
+            self._class_counts = np.asarray(attrs["class_counts"], np.int64)
+        else:
+            n_positive = int(attrs["n_positive"])
+            self._class_counts = np.array([self.n_samples - n_positive, n_positive], np.int64)
+        self._label_dtype = np.dtype(np.int32 if self.multiclass else np.int8)
 
     def close(self):
         self._file.close()
@@ -208,8 +270,26 @@ class Store(BlockSource):
         meta["options"] = json.loads(meta["options"])
         return meta
 
-    def label_counts(self):
-        return self.n_samples - self._n_positive, self._n_positive
+    def class_counts(self):
+        return self._class_counts.copy()
+
+    def labels(self):
+        """The labels of all rows, read without the matrix."""
+        out = np.empty(self.n_samples, self._label_dtype)
+        for k in range(self.n_blocks):
+            rows = slice(int(self.row_offsets[k]), int(self.row_offsets[k + 1]))
+            try:
+                ds = self._file[_block_name(k)]["y"]
+                if ds.shape != (rows.stop - rows.start,) or ds.dtype != self._label_dtype:
+                    raise StoreError(f"{self.path}: block {k}: dataset y has shape {ds.shape} "
+                                     f"and type {ds.dtype}, expected ({rows.stop - rows.start},) "
+                                     f"{self._label_dtype}")
+                if ds.shape[0]:
+                    ds.read_direct(out[rows])
+            except (OSError, KeyError) as exc:
+                raise StoreError(f"{self.path}: block {k} cannot be read ({exc})") from exc
+            _check_labels(self.path, k, out[rows], len(self.classes))
+        return out
 
     def iter_blocks(self, order=None, transient=False):
         """Yield the blocks in storage order or in ``order``, read ahead in a thread.
@@ -234,7 +314,7 @@ class Store(BlockSource):
         rows = int(np.diff(self.row_offsets).max(initial=0))
         nnz = int(np.diff(self.nnz_offsets).max(initial=0))
         return [dict(indptr=np.empty(rows + 1, np.int32), indices=np.empty(nnz, np.int32),
-                     data=np.empty(nnz, self.value_dtype), y=np.empty(rows, np.int8))
+                     data=np.empty(nnz, self.value_dtype), y=np.empty(rows, self._label_dtype))
                 for _ in range(_PREFETCH + 2)]
 
     def read_block(self, k, buffers=None):
@@ -248,7 +328,8 @@ class Store(BlockSource):
             group = self._file[_block_name(k)]
             arrays = {}
             for name, dtype, size in (("indptr", np.int32, rows + 1), ("indices", np.int32, nnz),
-                                      ("data", self.value_dtype, nnz), ("y", np.int8, rows)):
+                                      ("data", self.value_dtype, nnz),
+                                      ("y", self._label_dtype, rows)):
                 ds = group[name]
                 if ds.shape != (size,) or ds.dtype != dtype:
                     raise StoreError(f"{self.path}: block {k}: dataset {name} has shape "
@@ -260,26 +341,36 @@ class Store(BlockSource):
         except (OSError, KeyError) as exc:
             raise StoreError(f"{self.path}: block {k} cannot be read ({exc})") from exc
         _check_block(self.path, k, arrays, self.n_features)
+        _check_labels(self.path, k, arrays["y"], len(self.classes))
         return Block(k, int(self.row_offsets[k]), arrays["indptr"], arrays["indices"],
                      arrays["data"], arrays["y"])
 
 
 def _check_block(path, k, arrays, n_features):
     """Validate what a kernel will index: numba does not check bounds."""
-    indptr, indices, y = arrays["indptr"], arrays["indices"], arrays["y"]
+    indptr, indices = arrays["indptr"], arrays["indices"]
     if indptr[0] != 0 or indptr[-1] != len(indices) or np.any(np.diff(indptr) < 0):
         raise StoreError(f"{path}: block {k}: row pointers are not monotone from 0 to nnz")
     if len(indices) and (indices.min() < 0 or indices.max() >= n_features):
         raise StoreError(f"{path}: block {k}: column index outside 0..{n_features - 1}")
-    if len(y) and np.any(np.abs(y) != 1):
+
+
+def _check_labels(path, k, y, n_classes):
+    """Labels -1/+1 (two classes) or class indices 0 .. n_classes - 1."""
+    if not len(y):
+        return
+    if n_classes == 2 and np.any(np.abs(y) != 1):
         raise StoreError(f"{path}: block {k}: labels other than -1/+1")
+    if n_classes > 2 and (y.min() < 0 or y.max() >= n_classes):
+        raise StoreError(f"{path}: block {k}: class index outside 0..{n_classes - 1}")
 
 
 def write_store(path, source, value_dtype=None, **writer_options):
     """Write any BlockSource (an in-memory matrix, another store) as a store, keeping its
     blocks; ``writer_options`` as for :class:`StoreWriter`. Returns ``path``."""
     value_dtype = value_dtype or source.value_dtype.name
-    with StoreWriter(path, value_dtype=value_dtype, **writer_options) as writer:
+    with StoreWriter(path, value_dtype=value_dtype, multiclass=source.multiclass,
+                     **writer_options) as writer:
         for b in source.iter_blocks(transient=True):
             lo, hi = int(b.indptr[0]), int(b.indptr[-1])
             writer.add_block(b.indptr - lo, b.indices[lo:hi], b.data[lo:hi], b.y)

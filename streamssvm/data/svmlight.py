@@ -79,14 +79,15 @@ S_FIXED = 17       # in: 1 if the classes are given
 S_OVERRIDE_POS = 18  # in: the label token at this position takes F_OVERRIDE as its value
 S_REPAIRED = 19    # in/out: rows whose indices were sorted
 S_SPACE = 20       # out: which array is full (NEED_SPACE)
-N_STATE = 21
+S_MULTICLASS = 21  # in: 1 if any number of labels is allowed: y holds class indices
+N_STATE = 22
 
 F_C0 = 0           # in/out: label value coded -1 (first label seen, until the end)
 F_C1 = 1           # in/out: label value coded +1
 F_OVERRIDE = 2     # in: value of the label at S_OVERRIDE_POS
-N_FSTATE = 3
+N_FSTATE = 3       # multiclass: fstate[N_FSTATE + j] is the label of class j (seen j-th)
 
-SPACE_ROWS, SPACE_NNZ, SPACE_SLOW = 1, 2, 3
+SPACE_ROWS, SPACE_NNZ, SPACE_SLOW, SPACE_CLASSES = 1, 2, 3, 4
 
 # Without block_rows, a block also ends after max(block_nnz, MIN_ROW_CAP) rows, so that
 # memory stays bounded on inputs made of (nearly) empty rows.
@@ -353,11 +354,24 @@ def _sort_row(indices, values, slow, a, b, slow_from, slow_to):
 
 
 @njit(cache=True, nogil=True)
+def _find_class(fstate, n_classes, label, hint):
+    """Index j of ``label`` in the class table ``fstate[N_FSTATE:]``, or -1; tries ``hint``
+    first (labels often come in runs)."""
+    if hint < n_classes and fstate[N_FSTATE + hint] == label:
+        return hint
+    for j in range(n_classes):
+        if fstate[N_FSTATE + j] == label:
+            return j
+    return -1
+
+
+@njit(cache=True, nogil=True)
 def parse_lines(buf, end, state, fstate, y, indptr, indices, values, slow, pow10, pow5):
     """Parse complete lines of ``buf[state[S_POS]:end]`` into the current block.
 
     ``end`` is the end of a line or of the input. Outputs: ``y`` (int8 codes, -1 for the
-    first label value seen and +1 for the other, or fixed by the classes), ``indptr``
+    first label value seen and +1 for the other, or fixed by the classes; multiclass:
+    int32 indices into the class table, in order of appearance or fixed), ``indptr``
     (``indptr[0] == 0``), ``indices`` (int32, zero-based), ``values`` (float64) and
     ``slow`` (tokens for Python's float()). Returns a code; ``state`` says where it stopped.
     """
@@ -376,6 +390,8 @@ def parse_lines(buf, end, state, fstate, y, indptr, indices, values, slow, pow10
     nnz_limit = state[S_NNZ_LIMIT]
     n_classes = state[S_N_CLASSES]
     fixed = state[S_FIXED]
+    multiclass = state[S_MULTICLASS]
+    last_class = 0
     override_pos = state[S_OVERRIDE_POS]
     repaired = state[S_REPAIRED]
     c0 = fstate[F_C0]
@@ -437,7 +453,23 @@ def parse_lines(buf, end, state, fstate, y, indptr, indices, values, slow, pow10
             err_arg = pos
             pos = line_start
             break
-        if fixed:
+        if multiclass:
+            label_code = _find_class(fstate, n_classes, label, last_class)
+            if label_code < 0:
+                if fixed:
+                    code = E_LABEL_CLASS
+                    err_pos = label_pos
+                    break
+                if N_FSTATE + n_classes >= fstate.shape[0]:
+                    code = NEED_SPACE
+                    space = SPACE_CLASSES
+                    pos = line_start
+                    break
+                fstate[N_FSTATE + n_classes] = label
+                label_code = n_classes
+                n_classes += 1
+            last_class = label_code
+        elif fixed:
             if label == c1:
                 label_code = 1
             elif label == c0:
@@ -681,7 +713,11 @@ class BlockParser:
     n_features : int, optional
         Refuse indices at or beyond this width.
     classes : pair of floats, optional
-        The label values coded -1 and +1; other labels are refused.
+        The label values coded -1 and +1 (multiclass: any number, sorted: the classes
+        0, 1, ...); other labels are refused.
+    multiclass : bool
+        Accept any number of distinct labels; ``y`` then holds int32 class indices, in
+        order of first appearance unless ``classes`` fixes them (see :meth:`classes`).
     block_rows : int, optional
         Rows per block; otherwise a block ends at the first row bringing it to
         ``block_nnz`` nonzeros (or after ``max(block_nnz, 65536)`` rows, so that memory
@@ -690,7 +726,7 @@ class BlockParser:
     """
 
     def __init__(self, name, on_block, on_rebase=None, *, zero_based="auto", n_features=None,
-                 classes=None, block_rows=None, block_nnz=1 << 19):
+                 classes=None, multiclass=False, block_rows=None, block_nnz=1 << 19):
         if not (zero_based == "auto" if isinstance(zero_based, str)
                 else zero_based in (True, False)):
             raise ValueError(f"zero_based must be 'auto', True or False, got {zero_based!r}")
@@ -726,8 +762,16 @@ class BlockParser:
             st[S_NNZ_LIMIT] = int(block_nnz)
             nnz_cap = int(block_nnz) + 1024
         st[S_OVERRIDE_POS] = -1
-        fst = np.zeros(N_FSTATE, np.float64)
-        if classes is not None:
+        fst = np.zeros(N_FSTATE + (64 if multiclass else 0), np.float64)
+        st[S_MULTICLASS] = 1 if multiclass else 0
+        if classes is not None and multiclass:
+            table = np.unique(np.asarray(classes, np.float64))
+            if len(table) != len(classes) or len(table) < 2:
+                raise ValueError(f"classes must be two or more distinct values, got {classes!r}")
+            fst = np.concatenate([fst[:N_FSTATE], table])
+            st[S_FIXED] = 1
+            st[S_N_CLASSES] = len(table)
+        elif classes is not None:
             if len(classes) != 2 or float(classes[0]) == float(classes[1]):
                 raise ValueError(f"classes must be two distinct values, got {classes!r}")
             st[S_FIXED] = 1
@@ -737,7 +781,7 @@ class BlockParser:
         self._fstate = fst
         # Rows of a block never exceed rows_cap (the row limit); nonzero and slow-token
         # capacities grow when a single line needs more.
-        self._y = np.empty(rows_cap, np.int8)
+        self._y = np.empty(rows_cap, np.int32 if multiclass else np.int8)
         self._indptr = np.zeros(rows_cap + 1, np.int64)
         self._indices = np.empty(nnz_cap, np.int32)
         self._values = np.empty(nnz_cap, np.float64)
@@ -768,11 +812,24 @@ class BlockParser:
 
     def classes(self):
         """``(classes, flip)``: the label values standing for -1 and +1, and whether the
-        provisional codes of the emitted blocks must be negated to match them."""
+        provisional codes of the emitted blocks must be negated to match them.
+
+        Multiclass: ``(classes, new_index)``, the distinct labels sorted and, for each
+        provisional class index of the emitted blocks, its index in them.
+        """
         st, fst = self._state, self._fstate
         if self.n_samples + st[S_ROWS] == 0:  # also with fixed classes: no empty stores
             raise SvmlightFormatError(f"{self.name}: no data lines (nothing but blank lines "
                                       f"and comments)")
+        if st[S_MULTICLASS]:
+            table = fst[N_FSTATE:N_FSTATE + st[S_N_CLASSES]] + 0.0  # -0.0 -> 0.0
+            if len(table) < 2:
+                raise SvmlightFormatError(f"{self.name}: every label is {table[0]:g}: a "
+                                          f"multiclass store needs two classes or more")
+            order = np.argsort(table, kind="stable")
+            new_index = np.empty(len(table), np.int32)
+            new_index[order] = np.arange(len(table))
+            return tuple(float(c) for c in table[order]), new_index
         if st[S_FIXED]:
             return (float(fst[F_C0]), float(fst[F_C1])), False
         first = float(fst[F_C0]) + 0.0  # -0.0 -> 0.0
@@ -842,6 +899,8 @@ class BlockParser:
             self._values = np.concatenate([self._values, np.empty_like(self._values)])
         elif what == SPACE_SLOW:
             self._slow = np.concatenate([self._slow, np.empty_like(self._slow)])
+        elif what == SPACE_CLASSES:
+            self._fstate = np.concatenate([self._fstate, np.zeros(len(self._fstate))])
         else:  # pragma: no cover - rows never exceed the row limit, which is the capacity
             raise AssertionError("row capacity exceeded")
 
@@ -906,8 +965,12 @@ class BlockParser:
             what = f"index {tok.split(':')[0]} appears twice in the row"
         elif code == E_MULTICLASS:
             c0, c1 = self._fstate[F_C0], self._fstate[F_C1]
-            what = (f"third distinct label {tok!r} (seen {c0:g} and {c1:g}): multiclass "
-                    f"input is not supported yet")
+            what = (f"third distinct label {tok!r} (seen {c0:g} and {c1:g}): for multiclass "
+                    f"input pass multiclass=True (--multiclass)")
+        elif code == E_LABEL_CLASS and self._state[S_MULTICLASS]:
+            table = self._fstate[N_FSTATE:N_FSTATE + self._state[S_N_CLASSES]]
+            shown = ", ".join(f"{c:g}" for c in table[:10]) + (", ..." if len(table) > 10 else "")
+            what = f"label {tok!r} is none of the {len(table)} classes ({shown})"
         elif code == E_LABEL_CLASS:
             c0, c1 = self._fstate[F_C0], self._fstate[F_C1]
             what = f"label {tok!r} is neither of the classes ({c0:g}, {c1:g})"

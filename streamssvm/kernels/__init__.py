@@ -1,7 +1,7 @@
 """Numba kernels over CSR blocks: loss + gradient, Hessian-vector product, diagonal, margins."""
 
-from .linear import (decision, gather_curved_rows, hess_diag, hess_vec, loss_grad, loss_sum,
-                     loss_sum_along, merge_parts, row_partition)
+from .linear import (decision, decision_classes, gather_curved_rows, hess_diag, hess_vec,
+                     loss_grad, loss_sum, loss_sum_along, merge_parts, row_partition)
 
-__all__ = ["decision", "gather_curved_rows", "hess_diag", "hess_vec", "loss_grad", "loss_sum",
-           "loss_sum_along", "merge_parts", "row_partition"]
+__all__ = ["decision", "decision_classes", "gather_curved_rows", "hess_diag", "hess_vec",
+           "loss_grad", "loss_sum", "loss_sum_along", "merge_parts", "row_partition"]

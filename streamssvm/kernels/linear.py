@@ -57,15 +57,19 @@ def _axpy_row(indptr, indices, data, i, coef, bias, out):
 
 @njit(cache=True, nogil=True)
 def _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta, params,
-                    curvature_floor, lo, hi, margins, curvature, out):
+                    curvature_floor, lo, hi, margins, curvature, out, weights):
     total = 0.0
     for i in range(lo, hi):
         yi = float(y[i])
         margin = yi * _dot(indptr, indices, data, i, w, bias)
         value, slope, curv = derivatives(code, margin, sigma, theta, params)
+        if not curv >= curvature_floor:
+            curv = 0.0
+        if weights is not None:
+            value, slope, curv = weights[i] * value, weights[i] * slope, weights[i] * curv
         total += value
         margins[i] = margin
-        curvature[i] = curv if curv >= curvature_floor else 0.0
+        curvature[i] = curv
         if slope != 0.0:
             _axpy_row(indptr, indices, data, i, slope * yi, bias, out)
     return total
@@ -73,12 +77,14 @@ def _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta, param
 
 @njit(cache=True, nogil=True, parallel=True)
 def loss_grad(indptr, indices, data, y, w, bias, code, sigma, theta, params, curvature_floor,
-              margins, curvature, out):
-    """Sum of psi(y_i x_i.w) over the block; adds sum psi'(.) y_i x_i into ``out``.
+              margins, curvature, out, weights=None):
+    """Sum of c_i psi(y_i x_i.w) over the block; adds sum c_i psi'(.) y_i x_i into ``out``.
 
-    Writes the margins y_i x_i.w into ``margins`` and psi''(y_i x_i.w) into ``curvature``
-    (both of shape (n_rows,)); the curvature is the D of the Hessian X^T D X. Curvature
-    below ``curvature_floor`` is written as 0, so that Hessian products skip the row.
+    Writes the margins y_i x_i.w into ``margins`` and c_i psi''(y_i x_i.w) into
+    ``curvature`` (both of shape (n_rows,)); the curvature is the D of the Hessian X^T D X.
+    A psi'' below ``curvature_floor`` is written as 0, so that Hessian products skip the
+    row. ``weights``: the c_i, array of shape (n_rows,), or None for c_i = 1 (numba then
+    compiles a version without the multiplications).
     """
     n_parts = out.shape[0]
     bounds = row_partition(indptr, n_parts)
@@ -86,7 +92,7 @@ def loss_grad(indptr, indices, data, y, w, bias, code, sigma, theta, params, cur
     for t in prange(n_parts):
         partial[t] = _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta,
                                      params, curvature_floor, bounds[t], bounds[t + 1], margins,
-                                     curvature, out[t])
+                                     curvature, out[t], weights)
     return partial.sum()
 
 
@@ -137,21 +143,44 @@ def decision(indptr, indices, data, w, bias, out):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def loss_sum_along(margins, step_margins, alpha, code, sigma, theta, params):
-    """Sum of psi(m_i + alpha d_i): the loss along a line from cached margins, no data."""
+def decision_classes(indptr, indices, data, weights, out):
+    """out[i, c] = x_i.weights[:d, c] + weights[d, c] for the block's rows: the decision
+    values of every class at once, one visit of each nonzero.
+
+    ``weights`` of shape (n_features + 1, n_classes): one column per class, its intercept
+    last (row-major, so a nonzero reads one contiguous row); ``out`` (n_rows, n_classes).
+    """
+    n_classes = weights.shape[1]
+    last = weights.shape[0] - 1
+    for i in prange(indptr.shape[0] - 1):
+        for c in range(n_classes):
+            out[i, c] = weights[last, c]
+        for k in range(indptr[i], indptr[i + 1]):
+            j = indices[k]
+            for c in range(n_classes):
+                out[i, c] += data[k] * weights[j, c]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def loss_sum_along(margins, step_margins, alpha, code, sigma, theta, params, weights=None):
+    """Sum of c_i psi(m_i + alpha d_i): the loss along a line from cached margins, no data
+    (``weights`` as in :func:`loss_grad`)."""
     total = 0.0
     for i in prange(margins.shape[0]):
-        total += derivatives(code, margins[i] + alpha * step_margins[i], sigma, theta, params)[0]
+        value = derivatives(code, margins[i] + alpha * step_margins[i], sigma, theta, params)[0]
+        total += value if weights is None else weights[i] * value
     return total
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def loss_sum(indptr, indices, data, y, w, bias, code, sigma, theta, params):
-    """Sum of psi(y_i x_i.w) over the block (no gradient)."""
+def loss_sum(indptr, indices, data, y, w, bias, code, sigma, theta, params, weights=None):
+    """Sum of c_i psi(y_i x_i.w) over the block, no gradient (``weights`` as in
+    :func:`loss_grad`)."""
     total = 0.0
     for i in prange(indptr.shape[0] - 1):
-        total += derivatives(code, float(y[i]) * _dot(indptr, indices, data, i, w, bias),
-                             sigma, theta, params)[0]
+        value = derivatives(code, float(y[i]) * _dot(indptr, indices, data, i, w, bias),
+                            sigma, theta, params)[0]
+        total += value if weights is None else weights[i] * value
     return total
 
 

@@ -1,9 +1,10 @@
 """The regularised empirical risk over any block source: the only thing solvers see.
 
-    L(w) = lambda / 2 ||w_[:d]||^2 + (1 / n) sum_i psi(y_i (x_i . w_[:d] + b w_d))
+    L(w) = lambda / 2 ||w_[:d]||^2 + (1 / n) sum_i c_i psi(y_i (x_i . w_[:d] + b w_d))
 
-with the intercept weight w_d (present when ``fit_intercept``) not regularised and ``b``
-the value of the constant feature (``intercept_scaling``).
+with the intercept weight w_d (present when ``fit_intercept``) not regularised, ``b``
+the value of the constant feature (``intercept_scaling``) and c_i >= 0 the row weights
+(``sample_weight``; 1 by default). LIBLINEAR's per-row cost is C c_i with C = 1 / (lambda n).
 
 Which call caches what
 ----------------------
@@ -32,7 +33,6 @@ from tqdm.auto import tqdm
 
 from .. import kernels
 from .._memory import available_memory_bytes
-from ..data import Store
 from ..losses import get_loss
 
 
@@ -72,11 +72,16 @@ class SmoothSVMObjective:
     progress : bool
         A tqdm bar over the blocks of every pass.
     cache_curved : bool or "auto"
-        Keep the rows with curvature in memory for ``hessp``. "auto": always for stores
-        (their passes read the disk); for in-memory sources when at most half the rows
-        have curvature (then the compact copy makes CG steps cheaper than the sparse matrix).
+        Keep the rows with curvature in memory for ``hessp``. "auto": always for sources
+        whose passes read a file (``not source.in_memory``); for in-memory sources when at
+        most half the rows have curvature (then the compact copy makes CG steps cheaper
+        than the sparse matrix).
     cache_bytes : int, optional
         Memory for that copy (default a quarter of what the process may still use).
+    sample_weight : array of shape (n_samples,), optional
+        The row weights c_i >= 0 (class weights folded in by the caller). The curvature
+        D_ii holds c_i psi''(.), so Hessian products need no weights and rows of weight 0
+        never enter them.
 
     Attributes
     ----------
@@ -88,12 +93,17 @@ class SmoothSVMObjective:
 
     def __init__(self, source, loss, lam, sigma=None, fit_intercept=False,
                  intercept_scaling=1.0, n_threads=None, progress=False, cache_curved="auto",
-                 cache_bytes=None):
+                 cache_bytes=None, sample_weight=None):
         lam = float(lam)
         if not (np.isfinite(lam) and lam > 0):
             raise ValueError(f"lambda must be a positive finite number, got {lam}")
         if source.n_samples == 0:
             raise ValueError(f"{source.name}: no rows to train on")
+        if len(source.classes) != 2:
+            raise ValueError(f"{source.name}: {len(source.classes)} classes; the objective "
+                             f"needs two distinct labels: train each class against the rest "
+                             f"(streamssvm.train_one_vs_rest)")
+        self.sample_weight = _row_weights(sample_weight, source)
         self.source = source
         self.loss = get_loss(loss, sigma)
         self.lam = lam
@@ -155,7 +165,7 @@ class SmoothSVMObjective:
         w = self._check(w)
         loss, margins, curvature = 0.0, np.empty(self.n_samples), np.empty(self.n_samples)
         code, sigma, theta, params = self.loss.code, self.loss.sigma, self.loss.theta, self.loss.params
-        streamed = isinstance(self.source, Store)
+        streamed = not self.source.in_memory
         gather = self.cache_curved is True or (self.cache_curved == "auto" and streamed)
         curved, cached = [] if gather else None, 0
         for b in self._pass():
@@ -163,7 +173,8 @@ class SmoothSVMObjective:
             rows = curvature[block_rows]
             loss += kernels.loss_grad(b.indptr, b.indices, b.data, b.y, w, self.bias, code,
                                       sigma, theta, params, self.curvature_floor,
-                                      margins[block_rows], rows, self._scatter)
+                                      margins[block_rows], rows, self._scatter,
+                                      self._block_weights(block_rows))
             if curved is not None:
                 part = kernels.gather_curved_rows(b.indptr, b.indices, b.data, rows)
                 cached += sum(a.nbytes for a in part)
@@ -190,6 +201,10 @@ class SmoothSVMObjective:
             curved.append(part)
         return curved
 
+    def _block_weights(self, block_rows):
+        """The row weights of a block (None when unweighted)."""
+        return None if self.sample_weight is None else self.sample_weight[block_rows]
+
     def _total(self, w, loss_sum):
         """L(w) from the sum of the losses."""
         return 0.5 * self.lam * float(w[:self.n_features] @ w[:self.n_features]) + loss_sum / self.n_samples
@@ -199,7 +214,7 @@ class SmoothSVMObjective:
         w = state.w + alpha * (trial.w - state.w)
         loss = kernels.loss_sum_along(state.margins, trial.margins - state.margins, alpha,
                                       self.loss.code, self.loss.sigma, self.loss.theta,
-                                      self.loss.params)
+                                      self.loss.params, self.sample_weight)
         return self._total(w, loss)
 
     def _curved_blocks(self, state):
@@ -217,9 +232,10 @@ class SmoothSVMObjective:
         w = self._check(w)
         loss = 0.0
         for b in self._pass(scatter=False):
+            block_rows = slice(b.row_start, b.row_start + b.n_rows)
             loss += kernels.loss_sum(b.indptr, b.indices, b.data, b.y, w, self.bias,
                                      self.loss.code, self.loss.sigma, self.loss.theta,
-                                     self.loss.params)
+                                     self.loss.params, self._block_weights(block_rows))
         return self._total(w, loss)
 
     def hessp(self, state, s):
@@ -235,3 +251,18 @@ class SmoothSVMObjective:
             kernels.hess_diag(indptr, indices, data, curvature, self.bias, self._scatter)
         ones = np.ones(self.n_variables)
         return self._merged(ones, self.lam)
+
+
+def _row_weights(sample_weight, source):
+    """``sample_weight`` as a float64 array of shape (n_samples,), checked; None stays None."""
+    if sample_weight is None:
+        return None
+    weights = np.ascontiguousarray(sample_weight, dtype=np.float64)
+    if weights.shape != (source.n_samples,):
+        raise ValueError(f"{source.name}: sample_weight has shape {weights.shape}, expected "
+                         f"({source.n_samples},)")
+    if not np.all(np.isfinite(weights) & (weights >= 0)):
+        bad = int(np.flatnonzero(~(np.isfinite(weights) & (weights >= 0)))[0])
+        raise ValueError(f"{source.name}: sample_weight[{bad}] = {weights[bad]!r}: weights "
+                         f"must be finite and >= 0")
+    return weights

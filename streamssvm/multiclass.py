@@ -1,0 +1,129 @@
+"""One-vs-rest training over k > 2 classes, and class weights, on any block source.
+
+For each class c, the binary problem "c against the rest" is trained on a
+:class:`~streamssvm.data.OneVsRestView` of the source: the same blocks (no copy of the rows;
+a store is streamed as for a binary problem), labels +1 for class c and -1 for the others.
+
+Class weights follow LIBLINEAR (and scikit-learn's LinearSVC and SGDClassifier): with two
+classes, row i costs ``class_weight[y_i]``; in the problem of class c of a one-vs-rest fit,
+the rows of class c cost ``class_weight[c]`` and the others 1. Row weights multiply them.
+"""
+
+import numpy as np
+
+from .api import open_source, train_stream
+from .data import OneVsRestView
+from .model import Model
+
+# per-class results of a one-vs-rest model's params (the others are shared by all classes)
+PER_CLASS_KEYS = ("converged", "message", "n_iter", "passes", "cached_sweeps", "seconds",
+                  "objective", "grad_norm")
+
+
+def class_weight_vector(class_weight, classes, class_counts):
+    """Weights per class as an array of shape (n_classes,).
+
+    Parameters
+    ----------
+    class_weight : None, "balanced", dict or array of shape (n_classes,)
+        "balanced": n / (n_classes * count of the class), as scikit-learn; a dict maps label
+        values to weights (labels not in it weigh 1); an array is in ``classes`` order.
+    classes : sequence of label values
+    class_counts : array of shape (n_classes,)
+        Rows per class.
+
+    Returns
+    -------
+    array of shape (n_classes,), or None for ``class_weight=None``
+    """
+    k = len(classes)
+    if class_weight is None:
+        return None
+    if isinstance(class_weight, str):
+        if class_weight != "balanced":
+            raise ValueError(f"class_weight must be None, 'balanced', a dict or an array, got "
+                             f"{class_weight!r}")
+        counts = np.asarray(class_counts, np.float64)
+        with np.errstate(divide="ignore"):
+            weights = counts.sum() / (k * counts)
+        return np.where(counts > 0, weights, 1.0)  # an absent class has no rows to weigh
+    if isinstance(class_weight, dict):
+        index = {label: j for j, label in enumerate(classes)}
+        unknown = [label for label in class_weight if label not in index]
+        if unknown:
+            raise ValueError(f"class_weight names labels {unknown} that are not among the "
+                             f"classes {list(classes)}")
+        weights = np.ones(k)
+        for label, weight in class_weight.items():
+            weights[index[label]] = weight
+    else:
+        weights = np.asarray(class_weight, np.float64)
+        if weights.shape != (k,):
+            raise ValueError(f"class_weight has shape {weights.shape}, expected ({k},)")
+    if not np.all(np.isfinite(weights) & (weights >= 0)):
+        raise ValueError(f"class weights must be finite and >= 0, got {weights}")
+    return weights
+
+
+def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0=None,
+                      **train_options):
+    """Train on two classes (one problem) or more (one per class, against the rest).
+
+    Parameters
+    ----------
+    data, y
+        As for :func:`~streamssvm.train_stream`: a store path, a BlockSource, or a matrix and
+        its labels (any number of distinct values).
+    class_weight : None, "balanced", dict or array of shape (n_classes,)
+        See :func:`class_weight_vector` and the module docstring.
+    sample_weight : array of shape (n_samples,), optional
+        Row weights c_i as in ``train_stream`` (LIBLINEAR's C_i = c_i / (lam n)).
+    w0 : array of shape (n_variables,), or (n_classes, n_variables) for k > 2, optional
+        Warm start.
+    **train_options
+        Passed to ``train_stream`` for every problem (loss, sigma, lam, solver, tol ...).
+
+    Returns
+    -------
+    Model
+        Binary, or with one row of ``coef_`` per class.
+    """
+    with open_source(data, y) as source:
+        weights = class_weight_vector(class_weight, source.classes, source.class_counts())
+        if sample_weight is not None and np.shape(sample_weight) != (source.n_samples,):
+            raise ValueError(f"{source.name}: sample_weight has shape "
+                             f"{np.shape(sample_weight)}, expected ({source.n_samples},)")
+        if weights is not None:
+            labels = source.labels()
+            base = 1.0 if sample_weight is None else np.asarray(sample_weight, np.float64)
+        if not source.multiclass:
+            if weights is not None:
+                sample_weight = base * weights[(labels > 0).astype(np.intp)]
+            return train_stream(source, sample_weight=sample_weight, w0=w0, **train_options)
+        k = len(source.classes)
+        if w0 is not None and np.shape(w0)[0] != k:
+            raise ValueError(f"w0 has shape {np.shape(w0)}, expected ({k}, n_variables)")
+        models = []
+        for c in range(k):
+            rows = sample_weight
+            if weights is not None:
+                rows = np.where(labels == c, weights[c], 1.0) * base
+            models.append(train_stream(OneVsRestView(source, c), sample_weight=rows,
+                                       w0=None if w0 is None else w0[c], **train_options))
+        return _stacked(models, source.classes)
+
+
+def _stacked(models, classes):
+    """One one-vs-rest Model from the binary models of its classes."""
+    params = {key: value for key, value in models[0].params.items() if key not in PER_CLASS_KEYS}
+    params.update(
+        one_vs_rest=True,
+        per_class=[dict({key: m.params.get(key) for key in PER_CLASS_KEYS}, label=label)
+                   for label, m in zip(classes, models)],
+        converged=all(m.params["converged"] for m in models),
+        n_iter=max(m.params["n_iter"] for m in models),
+        passes=sum(m.params["passes"] for m in models),
+        seconds=sum(m.params["seconds"] for m in models))
+    history = [dict(h, label=label) for label, m in zip(classes, models) for h in m.history]
+    return Model(np.stack([m.coef_ for m in models]), [m.intercept_ for m in models], classes,
+                 params, history)
