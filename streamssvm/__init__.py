@@ -26,6 +26,15 @@ from .model import Model
 from .multiclass import train_one_vs_rest
 from .solvers import ConvergenceWarning
 
-__all__ = ["ConvergenceWarning", "InMemorySource", "Loss", "Model", "Store", "StoreError",
-           "StoreWriter", "SvmlightFormatError", "convert_svmlight", "get_loss",
+__all__ = ["ConvergenceWarning", "InMemorySource", "Loss", "Model", "SmoothSVC", "Store",
+           "StoreError", "StoreWriter", "SvmlightFormatError", "convert_svmlight", "get_loss",
            "train_one_vs_rest", "train_stream", "__version__"]
+
+
+def __getattr__(name):
+    # scikit-learn's import costs about a second: only when the estimator is asked for
+    if name == "SmoothSVC":
+        from .estimator import SmoothSVC
+
+        return SmoothSVC
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,346 @@
+"""``SmoothSVC``: scikit-learn's classifier interface over :func:`train_one_vs_rest`.
+
+scikit-learn stays optional. When it is installed (1.6 or later), SmoothSVC derives from its
+``ClassifierMixin`` and ``BaseEstimator`` and validates inputs with its own functions, as
+LightGBM and XGBoost do (their ``compat`` modules): what makes an estimator compatible
+(tags, ``clone``, parameter handling, validation messages and warnings) is defined by
+scikit-learn and changes between its versions, so only its own code keeps up. Without it,
+a small base class below gives ``get_params`` / ``set_params`` / ``score`` and plain numpy
+checks, enough to fit and predict (and to be cloned by an older scikit-learn).
+"""
+
+import inspect
+import os
+
+import numpy as np
+import scipy.sparse as sp
+
+from .data import InMemorySource, Store
+from .model import Model
+from .multiclass import class_weight_vector, train_one_vs_rest
+from .solvers import SOLVERS
+
+try:
+    from sklearn.base import BaseEstimator, ClassifierMixin
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.multiclass import check_classification_targets
+    from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+    HAVE_SKLEARN = True
+except ImportError:  # not installed, or older than 1.6 (no validate_data)
+    HAVE_SKLEARN = False
+
+    class NotFittedError(ValueError, AttributeError):
+        """The estimator is used before ``fit`` (scikit-learn's class of the same name)."""
+
+    class BaseEstimator:
+        """``get_params`` / ``set_params`` from the ``__init__`` signature, as scikit-learn."""
+
+        @classmethod
+        def _get_param_names(cls):
+            return sorted(p.name for p in inspect.signature(cls.__init__).parameters.values()
+                          if p.name != "self" and p.kind != p.VAR_KEYWORD)
+
+        def get_params(self, deep=True):
+            return {name: getattr(self, name) for name in self._get_param_names()}
+
+        def set_params(self, **params):
+            valid = self._get_param_names()
+            for name, value in params.items():
+                if name not in valid:
+                    raise ValueError(f"invalid parameter {name!r} for {type(self).__name__}; "
+                                     f"valid: {valid}")
+                setattr(self, name, value)
+            return self
+
+        def __repr__(self):
+            args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+            return f"{type(self).__name__}({args})"
+
+    class ClassifierMixin:
+        _estimator_type = "classifier"
+
+        def score(self, X, y, sample_weight=None):
+            """Mean accuracy of ``predict(X)`` against ``y`` (weighted by ``sample_weight``)."""
+            return float(np.average(self.predict(X) == np.asarray(y), weights=sample_weight))
+
+
+def _is_path(X):
+    return isinstance(X, (str, os.PathLike))
+
+
+class SmoothSVC(ClassifierMixin, BaseEstimator):
+    """Linear classifier minimising, for each binary problem (one-vs-rest over k > 2 classes),
+
+        L(w) = lam / 2 ||w||^2 + (1 / S) sum_i s_i c_i psi(y_i (w.x_i + b))
+
+    with s_i the sample weights (S their sum; 1 and n by default), c_i the class weights
+    and psi a smooth hinge (Luo, Qiao & Zhang) or another loss of ``streamssvm.losses``.
+    With unit sample weights this is LIBLINEAR's / LinearSVC's problem with
+    C = 1 / (lam n) (LinearSVC also regularises its intercept; here it is not).
+
+    Parameters
+    ----------
+    loss : str or Loss, default "psi_g"
+        Any name :func:`streamssvm.get_loss` accepts ("psi_g", "psi_m", "squared_hinge",
+        "logistic", ...).
+    sigma : float, optional
+        Smoothing width of psi_G / psi_M (default 2**-3).
+    lam : float, default 1e-5
+        Regularisation strength lambda > 0.
+    solver : str, default "tron"
+        A name of ``streamssvm.solvers.SOLVERS``. The stochastic ones take no weights.
+    tol : float, default 0.01
+        Stop at ||grad L(w)|| <= tol ||grad L(0)|| (LIBLINEAR's default eps is also 0.01).
+    max_iter : int, optional
+        Iterations (epochs for the stochastic solvers); default: the solver's.
+    fit_intercept : bool, default True
+        Learn an unregularised intercept b.
+    intercept_scaling : float, default 1.0
+        Value of the constant feature carrying the intercept.
+    class_weight : None, "balanced" or dict, default None
+        Weights c of the classes (a dict maps labels to weights, others weigh 1); "balanced":
+        S / (k S_c), S_c the weight of class c's samples. One-vs-rest: in the problem of
+        class c, its samples weigh ``class_weight[c]`` and the others 1 (as LIBLINEAR).
+    warm_start : bool, default False
+        Start from the previous ``coef_`` / ``intercept_`` when refitting the same classes.
+    n_threads : int, optional
+        Kernel threads (default all cores numba sees).
+    random_state : int, Generator or None
+        Seed of the stochastic solvers (unused by the others).
+    verbose : bool, default False
+        Progress bars.
+
+    Attributes
+    ----------
+    classes_ : array of shape (n_classes,)
+    coef_ : array of shape (1, n_features) for two classes, else (n_classes, n_features)
+    intercept_ : array of shape (1,) or (n_classes,)
+    n_iter_ : int
+        Largest number of iterations over the binary problems.
+    n_features_in_ : int
+    model_ : Model
+        The trained :class:`~streamssvm.Model` (its ``classes_`` are the label values when
+        they are numbers, else the class indices): ``model_.save(path)`` writes it for the
+        command line.
+
+    Notes
+    -----
+    ``fit``, ``predict``, ``decision_function`` and ``score`` also take the path of a store
+    (``y=None``: the store holds the labels), streamed block by block.
+    """
+
+    def __init__(self, loss="psi_g", sigma=None, lam=1e-5, solver="tron", tol=0.01,
+                 max_iter=None, fit_intercept=True, intercept_scaling=1.0, class_weight=None,
+                 warm_start=False, n_threads=None, random_state=None, verbose=False):
+        self.loss = loss
+        self.sigma = sigma
+        self.lam = lam
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.class_weight = class_weight
+        self.warm_start = warm_start
+        self.n_threads = n_threads
+        self.random_state = random_state
+        self.verbose = verbose
+
+    if HAVE_SKLEARN:
+        def __sklearn_tags__(self):
+            tags = super().__sklearn_tags__()
+            tags.input_tags.sparse = True
+            return tags
+
+    # -- fit ---------------------------------------------------------------------------------
+    def fit(self, X, y=None, sample_weight=None):
+        """Fit on ``X`` and labels ``y``, or on a store (``X`` its path, ``y`` None).
+
+        Parameters
+        ----------
+        X : array or sparse matrix of shape (n_samples, n_features), or a store path
+        y : array of shape (n_samples,)
+            Two or more distinct labels.
+        sample_weight : array of shape (n_samples,), optional
+            Weights s_i >= 0; an integer weight counts like that many copies of the row.
+
+        Returns
+        -------
+        self
+        """
+        if _is_path(X):
+            if y is not None:
+                raise ValueError(f"{X}: y is given with a store path: the store holds its "
+                                 f"own labels")
+            with Store(X) as store:
+                return self._fit_source(store, np.asarray(store.classes),
+                                        _class_indices(store, store.labels()), sample_weight)
+        X, y = self._validate_fit(X, y)
+        classes, y_index = np.unique(y, return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes in "
+                             f"the data, but the data contains only one class: {classes[0]!r}")
+        source = InMemorySource(X, y_index, classes=range(len(classes)))
+        return self._fit_source(source, classes, y_index, sample_weight)
+
+    def _validate_fit(self, X, y):
+        if HAVE_SKLEARN:
+            X, y = validate_data(self, X, y, accept_sparse="csr",
+                                 dtype=[np.float64, np.float32], ensure_min_samples=2)
+            check_classification_targets(y)
+            return X, y
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target "
+                             f"y is None")
+        X = _as_matrix(X)
+        y = np.asarray(y)
+        if y.ndim != 1 or len(y) != X.shape[0]:
+            raise ValueError(f"y has shape {y.shape}, expected ({X.shape[0]},)")
+        self.n_features_in_ = X.shape[1]
+        return X, y
+
+    def _sample_weight(self, sample_weight, X, n):
+        if sample_weight is None:
+            return None
+        if HAVE_SKLEARN and not _is_path(X):
+            weights = _check_sample_weight(sample_weight, X, dtype=np.float64,
+                                           ensure_non_negative=True)
+        else:
+            weights = np.asarray(sample_weight, np.float64)
+            if weights.shape != (n,) or not np.all(np.isfinite(weights) & (weights >= 0)):
+                raise ValueError(f"sample_weight must be {n} finite values >= 0, got shape "
+                                 f"{weights.shape}")
+        total = weights.sum()
+        if not total > 0:
+            raise ValueError("sample weights sum to 0: nothing to fit")
+        return weights * (n / total)  # the objective's 1/n then is 1/S
+
+    def _fit_source(self, source, classes, y_index, sample_weight):
+        n, k = source.n_samples, len(classes)
+        row_weights = self._sample_weight(sample_weight, getattr(source, "X", None), n)
+        class_weight = self.class_weight
+        if isinstance(class_weight, dict):
+            class_weight = {j: class_weight[label] for j, label in enumerate(classes)
+                            if label in class_weight}
+            unknown = set(self.class_weight) - set(classes.tolist())
+            if unknown:
+                raise ValueError(f"class_weight names labels {sorted(unknown, key=str)} that "
+                                 f"are not among the classes {classes.tolist()}")
+        counts = np.bincount(y_index, weights=row_weights, minlength=k)
+        weights = class_weight_vector(class_weight, range(k), counts)
+        options = dict(loss=self.loss, sigma=self.sigma, lam=self.lam, solver=self.solver,
+                       tol=self.tol, fit_intercept=self.fit_intercept,
+                       intercept_scaling=self.intercept_scaling, n_threads=self.n_threads,
+                       progress=bool(self.verbose))
+        if self.max_iter is not None:
+            options["max_iter"] = self.max_iter
+        solve = SOLVERS.get(self.solver)  # an unknown name: train_stream says so
+        if solve is not None and "seed" in inspect.signature(solve).parameters:
+            options["seed"] = _seed(self.random_state)  # a stochastic solver
+        model = train_one_vs_rest(source, class_weight=weights, sample_weight=row_weights,
+                                  w0=self._warm_start_point(classes), **options)
+        coef = np.atleast_2d(model.coef_)
+        self.classes_ = classes
+        self.coef_ = coef
+        self.intercept_ = np.atleast_1d(np.asarray(model.intercept_, np.float64)).copy()
+        self.n_iter_ = int(model.params["n_iter"])
+        self.n_features_in_ = coef.shape[1]
+        numeric = np.issubdtype(classes.dtype, np.number)
+        self.model_ = Model(model.coef_, model.intercept_,
+                            classes if numeric else np.arange(k), model.params, model.history)
+        return self
+
+    def _warm_start_point(self, classes):
+        """[coef_, intercept_ / intercept_scaling] per problem, if warm starting applies."""
+        if not (self.warm_start and hasattr(self, "coef_")
+                and np.array_equal(self.classes_, classes)):
+            return None
+        w0 = self.coef_
+        if self.fit_intercept:
+            w0 = np.hstack([w0, self.intercept_[:, None] / self.intercept_scaling])
+        return w0[0] if len(classes) == 2 else w0
+
+    # -- predict -----------------------------------------------------------------------------
+    def _check_fitted(self):
+        if HAVE_SKLEARN:
+            check_is_fitted(self)
+        elif not hasattr(self, "coef_"):
+            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet: "
+                                 f"call 'fit' first")
+
+    def decision_function(self, X):
+        """Decision values.
+
+        Parameters
+        ----------
+        X : array or sparse matrix of shape (n_samples, n_features), or a store path
+
+        Returns
+        -------
+        array of shape (n_samples,) for two classes (positive: ``classes_[1]``), else
+        (n_samples, n_classes)
+        """
+        self._check_fitted()
+        if _is_path(X):
+            return self.model_.decision_function(X)
+        if HAVE_SKLEARN:
+            X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
+                              reset=False)
+        else:
+            X = _as_matrix(X)
+            if X.shape[1] != self.n_features_in_:
+                raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                                 f"expecting {self.n_features_in_} features as input")
+        scores = X @ self.coef_.T + self.intercept_
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def predict(self, X):
+        """Predicted labels (values of ``classes_``), array of shape (n_samples,)."""
+        return self._labels_of(self.decision_function(X))
+
+    def _labels_of(self, scores):
+        index = (scores > 0).astype(np.intp) if scores.ndim == 1 else scores.argmax(axis=1)
+        return self.classes_[index]
+
+    def score(self, X, y=None, sample_weight=None):
+        """Mean accuracy on ``X`` and ``y``, or on a store (``X`` its path, ``y`` None)."""
+        if not _is_path(X):
+            return super().score(X, y, sample_weight=sample_weight)
+        self._check_fitted()
+        with Store(X) as store:
+            scores, labels = self.model_.decision_and_labels(store)
+            truth = np.asarray(store.classes)[_class_indices(store, labels)]
+        return float(np.average(self._labels_of(scores) == truth, weights=sample_weight))
+
+
+def _class_indices(source, labels):
+    """A source's labels (as in its blocks) as indices into its ``classes``."""
+    return labels if source.multiclass else (labels > 0).astype(np.intp)
+
+
+def _as_matrix(X):
+    """X as CSR or a 2-d float array, finite (checks without scikit-learn)."""
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        values = X.data
+    else:
+        X = np.asarray(X)
+        if X.dtype not in (np.float32, np.float64):
+            X = X.astype(np.float64)
+        values = X
+    if X.ndim != 2:
+        raise ValueError(f"expected a 2-d array, got shape {X.shape}")
+    if not np.all(np.isfinite(values)):
+        raise ValueError("X holds NaN or infinite values")
+    return X
+
+
+def _seed(random_state):
+    """An int seed (or None) for the stochastic solvers from any scikit-learn random_state."""
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(2 ** 31 - 1))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(2 ** 31 - 1))
+    return random_state
+

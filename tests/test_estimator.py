@@ -1,0 +1,209 @@
+"""SmoothSVC, the scikit-learn estimator: scikit-learn's own estimator checks, Pipeline and
+GridSearchCV, stores as inputs, class and sample weights against LinearSVC (same
+C = 1 / (lam n): LinearSVC minimises 1/2 ||w||^2 + C sum_i s_i c_i loss_i), warm start, and
+the estimator without scikit-learn installed.
+"""
+
+import subprocess
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+sklearn = pytest.importorskip("sklearn")
+
+from sklearn.datasets import load_digits, make_classification  # noqa: E402
+from sklearn.model_selection import GridSearchCV  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import MaxAbsScaler  # noqa: E402
+from sklearn.svm import LinearSVC  # noqa: E402
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+from streamssvm import ConvergenceWarning, InMemorySource, SmoothSVC  # noqa: E402
+from streamssvm.data import write_store  # noqa: E402
+
+# The default, and one solved tightly: check_sample_weight_equivalence_* compares decision
+# values to rtol 1e-7, which the default tol = 0.01 (LIBLINEAR's) does not promise.
+CHECKED = [SmoothSVC(), SmoothSVC(lam=1e-3, tol=1e-7)]
+
+
+@parametrize_with_checks(CHECKED)
+def test_sklearn_estimator_checks(estimator, check, python, python_env):
+    if getattr(check, "func", check).__name__ == "check_array_api_input":
+        # scipy reads SCIPY_ARRAY_API at its import, long done in this process: run the
+        # check in a fresh one rather than let it skip
+        code = textwrap.dedent(f"""
+            from sklearn.utils.estimator_checks import check_array_api_input
+            from streamssvm import SmoothSVC
+            check_array_api_input("SmoothSVC", {estimator!r}, **{check.keywords!r})
+        """)
+        env = dict(python_env, SCIPY_ARRAY_API="1")
+        result = subprocess.run([python, "-c", code], env=env, capture_output=True, text=True,
+                                timeout=600)
+        assert result.returncode == 0, result.stderr
+        return
+    check(estimator)
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(return_X_y=True)
+    return X[:900], y[:900], X[900:], y[900:]
+
+
+def test_pipeline_and_grid_search(digits):
+    X, y, X_test, y_test = digits
+    pipe = make_pipeline(MaxAbsScaler(), SmoothSVC(lam=1e-3))
+    assert pipe.fit(X, y).score(X_test, y_test) > 0.9
+    search = GridSearchCV(pipe, {"smoothsvc__lam": [1e-4, 1e-1],
+                                 "smoothsvc__loss": ["psi_g", "squared_hinge"]}, cv=3)
+    search.fit(X, y)
+    assert search.best_params_["smoothsvc__lam"] == 1e-4  # 1e-1 underfits badly
+    assert search.score(X_test, y_test) > 0.9
+    assert search.best_estimator_[-1].coef_.shape == (10, 64)
+
+
+@pytest.mark.parametrize("classes", [2, 10])
+def test_store_path_equals_arrays(tmp_path, digits, classes):
+    X, y, X_test, y_test = digits
+    keep, keep_test = y < classes, y_test < classes
+    X, y, X_test, y_test = X[keep] / 16, y[keep], X_test[keep_test] / 16, y_test[keep_test]
+    path = write_store(tmp_path / "train.h5", InMemorySource(X, y), value_dtype="float64")
+    test = write_store(tmp_path / "test.h5", InMemorySource(X_test, y_test),
+                       value_dtype="float64")
+    options = dict(lam=1e-3, tol=1e-6, class_weight="balanced", n_threads=1)
+    on_arrays = SmoothSVC(**options).fit(X, y)
+    on_store = SmoothSVC(**options).fit(path)
+    rows = 1 if classes == 2 else classes
+    assert on_store.coef_.shape == on_arrays.coef_.shape == (rows, 64)
+    assert on_store.intercept_.shape == (rows,) and on_store.n_features_in_ == 64
+    np.testing.assert_allclose(on_store.coef_, on_arrays.coef_, rtol=1e-10, atol=1e-13)
+    np.testing.assert_array_equal(on_store.classes_, on_arrays.classes_.astype(float))
+    np.testing.assert_allclose(on_store.decision_function(test),
+                               on_arrays.decision_function(X_test), rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(on_store.predict(test), on_arrays.predict(X_test))
+    assert on_store.score(test) == on_arrays.score(X_test, y_test) > 0.9
+    with pytest.raises(ValueError, match="store path"):
+        SmoothSVC().fit(path, y)
+
+
+@pytest.mark.parametrize("class_weight", [None, {0: 4.0, 1: 0.5}, "balanced"])
+@pytest.mark.parametrize("classes", [2, 4])
+def test_weights_equal_linear_svc(digits, class_weight, classes):
+    """Squared hinge, no intercept (LinearSVC regularises its own): the same weights with
+    class_weight and sample_weight, C = 1 / (lam S), S the sum of the sample weights."""
+    X, y, _, _ = digits
+    keep = y < classes
+    X, y = X[keep] / 16, y[keep]
+    sample_weight = np.random.default_rng(0).uniform(0.2, 3.0, len(y))
+    lam = 1e-3
+    reference = LinearSVC(C=1.0 / (lam * sample_weight.sum()), dual=False, tol=1e-10,
+                          fit_intercept=False, class_weight=class_weight, max_iter=10000)
+    reference.fit(X, y, sample_weight=sample_weight)
+    ours = SmoothSVC(loss="squared_hinge", lam=lam, tol=1e-9, fit_intercept=False,
+                     class_weight=class_weight).fit(X, y, sample_weight=sample_weight)
+    np.testing.assert_allclose(ours.coef_, reference.coef_, rtol=0,
+                               atol=1e-5 * np.abs(reference.coef_).max())
+
+
+def test_sample_weights_are_relative(digits):
+    """Only the ratios of sample weights matter (the loss is divided by their sum)."""
+    X, y, _, _ = digits
+    X = X / 16
+    weights = np.random.default_rng(1).uniform(0.5, 2.0, len(y))
+    a = SmoothSVC(tol=1e-8, lam=1e-3).fit(X, y, sample_weight=weights)
+    b = SmoothSVC(tol=1e-8, lam=1e-3).fit(X, y, sample_weight=7.0 * weights)
+    # both stop at ||grad|| <= 1e-8 ||grad(0)||, within ~1e-8 / lam of the same minimiser
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=0, atol=1e-4 * np.abs(a.coef_).max())
+    with pytest.raises(ValueError, match="non-zero|sum to 0"):  # scikit-learn's or ours
+        SmoothSVC().fit(X, y, sample_weight=np.zeros(len(y)))
+
+
+def test_warm_start_and_string_labels(digits):
+    X, y, X_test, y_test = digits
+    X, X_test = X / 16, X_test / 16
+    names = np.array(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
+                      "nine"])
+    clf = SmoothSVC(lam=1e-3, tol=1e-6, warm_start=True).fit(X, names[y])
+    assert clf.n_iter_ > 0 and list(clf.classes_) == sorted(names)
+    assert clf.score(X_test, names[y_test]) > 0.9
+    assert set(clf.predict(X_test)) <= set(names)
+    assert clf.model_.classes_.tolist() == list(range(10))  # indices: labels are not numbers
+    coef = clf.coef_.copy()
+    clf.fit(X, names[y])  # from the solution: no iteration needed
+    assert clf.n_iter_ == 0
+    np.testing.assert_array_equal(clf.coef_, coef)
+    cold = SmoothSVC(lam=1e-3, tol=1e-6).fit(X, names[y])
+    assert cold.n_iter_ > 0
+
+
+def test_binary_decision_sign_and_model(tmp_path):
+    X, y = make_classification(300, 10, random_state=0)
+    labels = np.where(y == 1, 5.0, -3.0)
+    clf = SmoothSVC(loss="psi_m", sigma=0.25).fit(sp.csr_matrix(X), labels)
+    decision = clf.decision_function(X)
+    assert decision.shape == (300,)
+    np.testing.assert_array_equal(clf.predict(X), np.where(decision > 0, 5.0, -3.0))
+    clf.model_.save(tmp_path / "model.npz")
+    from streamssvm import Model
+
+    np.testing.assert_allclose(Model.load(tmp_path / "model.npz").decision_function(X),
+                               decision, rtol=1e-12)
+
+
+def test_stochastic_solver_seeded_and_refuses_weights():
+    from streamssvm.solvers import SOLVERS
+
+    if "sgd" not in SOLVERS:
+        pytest.skip("no stochastic solver in this checkout")
+    X, y = make_classification(400, 8, random_state=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = SmoothSVC(solver="sgd", max_iter=3, random_state=3).fit(X, y)
+        b = SmoothSVC(solver="sgd", max_iter=3, random_state=3).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    assert a.score(X, y) > 0.8
+    with pytest.raises(ValueError, match="stochastic solvers take no row weights"):
+        SmoothSVC(solver="sgd", class_weight="balanced").fit(X, y)
+
+
+def test_without_scikit_learn(python, python_env):
+    """scikit-learn blocked from importing: the estimator still fits, predicts and takes
+    parameters; nothing of streamssvm imports scikit-learn by itself."""
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["sklearn"] = None  # any import of scikit-learn now fails
+        import numpy as np
+        import streamssvm
+        from streamssvm.estimator import HAVE_SKLEARN, NotFittedError
+        assert not HAVE_SKLEARN
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(200, 5))
+        y = np.array(["a", "b", "c"])[np.argmax(X[:, :3], axis=1)]
+        clf = streamssvm.SmoothSVC(lam=1e-3)
+        try:
+            clf.predict(X)
+        except NotFittedError:
+            pass
+        else:
+            raise AssertionError("predict before fit")
+        assert clf.set_params(loss="squared_hinge") is clf
+        assert clf.get_params()["loss"] == "squared_hinge"
+        assert clf.fit(X, y) is clf and clf.coef_.shape == (3, 5)
+        assert clf.score(X, y) > 0.9
+        print(repr(clf))
+    """)
+    result = subprocess.run([python, "-c", code], env=python_env, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("SmoothSVC(class_weight=None")
+
+
+def test_importing_streamssvm_does_not_import_scikit_learn(python, python_env):
+    code = "import sys, streamssvm; print('sklearn' in sys.modules)"
+    result = subprocess.run([python, "-c", code], env=python_env, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
