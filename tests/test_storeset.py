@@ -111,3 +111,7 @@ def test_stores_that_do_not_match_are_refused(a9a_stores, tmp_path):
         StoreSet([full, swapped])
     with pytest.raises(StoreError, match="missing.h5"):
         StoreSet([full, str(tmp_path / "missing.h5")])
+    with pytest.raises(ValueError, match="not a store path nor"):
+        StoreSet([full, X])
+    with pytest.raises(ValueError, match="a path or a non-empty list of paths"):
+        StoreSet([])

@@ -32,9 +32,14 @@ class StoreSet(BlockSource):
     def __init__(self, parts):
         if isinstance(parts, (str, os.PathLike)):
             parts = [parts]
-        parts = [(p, 0, None) if isinstance(p, (str, os.PathLike)) else tuple(p) for p in parts]
-        if not parts:
-            raise ValueError("no stores given")
+        if not isinstance(parts, (list, tuple)) or not parts:
+            raise ValueError(f"stores: a path or a non-empty list of paths, got "
+                             f"{type(parts).__name__}")
+        parts = [(p, 0, None) if isinstance(p, (str, os.PathLike)) else p for p in parts]
+        for part in parts:
+            if not (isinstance(part, (list, tuple)) and len(part) == 3
+                    and isinstance(part[0], (str, os.PathLike))):
+                raise ValueError(f"not a store path nor (path, first, stop): {part!r}")
         self._stores = {}  # a store named twice is opened once
         self.pieces = []
         try:
