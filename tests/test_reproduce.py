@@ -20,7 +20,6 @@ from streamssvm.experiments import (Settings, make_folds, observed_orders, parti
                                     read_json, render_markdown, summarize_results,
                                     train_and_score)
 from streamssvm.experiments.report import comparison_tables, mean_std, summarize
-from streamssvm.solvers import SOLVERS
 
 TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
 N_ROWS = 1500
@@ -135,12 +134,11 @@ def tool_output(store_path, tmp_path_factory):
     sys.path.insert(0, TOOLS)
     reproduce = importlib.import_module("reproduce")
     out = tmp_path_factory.mktemp("results")
-    pegasos = "pegasos" if "pegasos" in SOLVERS else "tron"
     reproduce.main(["run", str(store_path), "--name", "tiny", "--sigma-log2", "-3",
                     "--out-dir", str(out), "--partitions", "2", "--parts-per-partition", "3",
                     "--methods-partitions", "1", "--sweep-partitions", "1",
                     "--log2-sigmas=-8,-3,2", "--lam", "1e-3", "--max-iter", "15",
-                    "--epochs", "3", "--pegasos-solver", pegasos,
+                    "--epochs", "3",
                     "--convergence-losses", "psi_g,logistic", "--convergence-max-iter", "30"])
     reproduce.main(["report", str(out / "tiny.json"), "--out", str(out / "tables.md")])
     return out, reproduce
