@@ -115,3 +115,23 @@ def test_stores_that_do_not_match_are_refused(a9a_stores, tmp_path):
         StoreSet([full, X])
     with pytest.raises(ValueError, match="a path or a non-empty list of paths"):
         StoreSet([])
+
+
+def test_class_counts_of_multiclass_stores_and_of_block_ranges(a9a_stores, tmp_path):
+    full, _ = a9a_stores
+    with Store(full) as store:
+        X, _ = store.read_rows(0, 3000)
+    labels = np.random.default_rng(2).choice([3.0, 5.0, 7.0], size=3000)
+    paths = [write_store(str(tmp_path / f"{i}.h5"),
+                         InMemorySource(X[i * 1500:(i + 1) * 1500], labels[i * 1500:(i + 1) * 1500],
+                                        block_rows=500, classes=(3.0, 5.0, 7.0)))
+             for i in range(2)]
+    expected = np.bincount(np.searchsorted([3.0, 5.0, 7.0], labels), minlength=3)
+    with StoreSet(paths) as both, StoreSet([(paths[0], 1, 3), paths[1]]) as part:
+        assert both.multiclass
+        np.testing.assert_array_equal(both.class_counts(), expected)
+        np.testing.assert_array_equal(part.class_counts(),
+                                      np.bincount(part.labels(), minlength=3))
+        assert part.class_counts().sum() == 2500
+        with pytest.raises(ValueError, match="3 classes, not two"):
+            both.label_counts()

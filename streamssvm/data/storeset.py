@@ -127,18 +127,19 @@ class StoreSet(BlockSource):
             for block in self._stores[path].iter_blocks(range(first, stop), transient):
                 yield self._renumbered(piece, block)
 
-    def label_counts(self):
-        """``(n_negative, n_positive)``: from the metadata of whole stores, by reading the
-        labels of block ranges."""
-        n_pos = 0
+    def class_counts(self):
+        """Rows per class: from the metadata of whole stores, by reading the labels of
+        block ranges."""
+        counts = np.zeros(len(self.classes), np.int64)
         for path, first, stop in self.pieces:
             store = self._stores[path]
             if (first, stop) == (0, store.n_blocks):
-                n_pos += store.label_counts()[1]
-            else:
-                n_pos += sum(int(np.count_nonzero(b.y > 0))
-                             for b in store.iter_blocks(range(first, stop), transient=True))
-        return self.n_samples - n_pos, n_pos
+                counts += store.class_counts()
+                continue
+            for b in store.iter_blocks(range(first, stop), transient=True):
+                counts += np.bincount(b.y if self.multiclass else b.y > 0,
+                                      minlength=len(counts))
+        return counts
 
     def shards(self, n_shards):
         """Cut the blocks into at most ``n_shards`` runs of consecutive blocks with about
