@@ -136,7 +136,7 @@ def tool_output(store_path, tmp_path_factory):
     out = tmp_path_factory.mktemp("results")
     reproduce.main(["run", str(store_path), "--name", "tiny", "--sigma-log2", "-3",
                     "--out-dir", str(out), "--partitions", "2", "--parts-per-partition", "3",
-                    "--methods-partitions", "1", "--sweep-partitions", "1",
+                    "--methods-runs", "3", "--sweep-runs", "3", "--sweep-max-iter", "15",
                     "--log2-sigmas=-8,-3,2", "--lam", "1e-3", "--max-iter", "15",
                     "--epochs", "3",
                     "--convergence-losses", "psi_g,logistic", "--convergence-max-iter", "30"])

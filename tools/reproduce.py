@@ -21,7 +21,7 @@ Examples::
 
     python tools/reproduce.py run /work/shared/data/a9a.svm.xz --name a9a --sigma-log2 -3
     python tools/reproduce.py run bench-data/news20.svm --name news20 --sigma-log2 -6 \\
-        --sweep-partitions 1
+        --methods-runs 5 --sweep-runs 1
     python tools/reproduce.py report docs/results/*.json --out docs/results/tables.md
 """
 
@@ -30,6 +30,7 @@ import os
 import platform
 import sys
 import time
+from dataclasses import asdict
 
 import numba
 import numpy as np
@@ -76,9 +77,6 @@ def log(message):
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def folds_of(folds, n_partitions):
-    """The folds of the first ``n_partitions`` partitions."""
-    return [f for f in folds if f.partition < n_partitions]
 
 
 def run(args):
@@ -113,20 +111,21 @@ def run(args):
         start = time.perf_counter()
         methods = paper_methods(sigma, None if args.gamma_log2 is None else 2.0 ** args.gamma_log2,
                                 pegasos_solver=args.pegasos_solver, sifs_solver=args.sifs_solver)
-        used = folds_of(folds, args.methods_partitions or args.partitions)
-        results["methods"] = dict(sigma_log2=args.sigma_log2, n_partitions=len(used) // args.parts_per_partition,
-                                  runs=run_methods(store, used, methods, settings, log))
+        results["methods"] = dict(
+            sigma_log2=args.sigma_log2,
+            runs=run_methods(store, folds[:args.methods_runs], methods, settings, log))
         results["timings"]["methods"] = time.perf_counter() - start
     if "sweep" in parts:
         start = time.perf_counter()
-        used = folds_of(folds, args.sweep_partitions or args.partitions)
+        used = folds[:args.sweep_runs]
         log2_sigmas = args.log2_sigmas or SWEEP_LOG2_SIGMAS
+        sweep_settings = Settings(**{**asdict(settings), "max_iter": args.sweep_max_iter})
         results["sweep"] = dict(
-            log2_sigmas=list(log2_sigmas), n_partitions=len(used) // args.parts_per_partition,
-            note=(f"TRON, xi_t = 0.1; on each of {len(used)} folds the widths are visited from "
-                  "2^%d down to 2^%d, each warm-started from the previous solution."
-                  % (max(log2_sigmas), min(log2_sigmas))),
-            runs=run_sigma_sweep(store, used, settings, log2_sigmas=log2_sigmas, log=log))
+            log2_sigmas=list(log2_sigmas), max_iter=args.sweep_max_iter,
+            note=(f"TRON, xi_t = 0.1, at most {args.sweep_max_iter} iterations per sigma; on "
+                  f"each of {len(used)} folds the widths are visited from 2^{max(log2_sigmas)} "
+                  f"down to 2^{min(log2_sigmas)}, each warm-started from the previous solution."),
+            runs=run_sigma_sweep(store, used, sweep_settings, log2_sigmas=log2_sigmas, log=log))
         results["timings"]["sweep"] = time.perf_counter() - start
     if "convergence" in parts:
         start = time.perf_counter()
@@ -193,8 +192,10 @@ def main(argv=None):
     p.add_argument("--only", help=f"comma-separated parts among {','.join(PARTS)}")
     p.add_argument("--partitions", type=int, default=4)
     p.add_argument("--parts-per-partition", type=int, default=5)
-    p.add_argument("--methods-partitions", type=int, help="use only the first N partitions")
-    p.add_argument("--sweep-partitions", type=int, help="use only the first N partitions")
+    p.add_argument("--methods-runs", type=int, help="only the first N folds (default all)")
+    p.add_argument("--sweep-runs", type=int, help="only the first N folds (default all)")
+    p.add_argument("--sweep-max-iter", type=int, default=100,
+                   help="TRON iterations per sigma in the sweep")
     p.add_argument("--log2-sigmas", type=lambda s: [int(x) for x in s.split(",")],
                    help="comma-separated (default: the paper's -30,-25,-20,-15,-10..5)")
     p.add_argument("--seed", type=int, default=0, help="folds and stochastic solvers")

@@ -205,13 +205,17 @@ def render_markdown(results, figures=None):
            "",
            f"{d['n_samples']:,} rows x {d['n_features']:,} features, {d['nnz']:,} nonzeros; "
            f"lambda = {p['lam']:g}; stop at ||grad L(w)|| <= max({p['tol']:g} ||grad L(0)||, "
-           f"{p['abs_tol']:g}); {p['n_partitions']} partitions x {p['n_parts']} parts "
-           f"(seed {p['seed']}) = {len(p['folds'])} runs; mean ± std (ddof 1) over runs."]
+           f"{p['abs_tol']:g}); folds: {p['n_partitions']} partitions x {p['n_parts']} parts "
+           f"(seed {p['seed']}) = {len(p['folds'])}, of which each part below uses the first "
+           "'runs'; mean ± std (ddof 1) over its runs."]
     if "methods" in results:
-        out += ["", "### Methods (Tables 2 and 3)", "", methods_table(results)]
+        out += ["", "### Methods (Tables 2 and 3)", "",
+                f"Runs: {results['methods']['summary'][0]['n_runs']}.", "",
+                methods_table(results)]
     if "sweep" in results:
-        out += ["", "### Sigma sweep (Figure 1)", "", results["sweep"]["note"], "",
-                sweep_table(results)]
+        out += ["", "### Sigma sweep (Figure 1)", "",
+                f"Runs: {results['sweep']['summary'][0]['n_runs']}. {results['sweep']['note']}",
+                "", sweep_table(results)]
         if "sweep" in figures:
             out += ["", f"![sigma sweep, {d['name']}]({figures['sweep']})"]
     if "convergence" in results:
