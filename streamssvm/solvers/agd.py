@@ -26,23 +26,23 @@ GROWTH = 1.25
 
 
 def agd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=1000,
-        progress=False):
+        max_seconds=None, progress=False):
     """Minimise ``objective`` by Nesterov's accelerated gradient method.
 
     Parameters and result as :func:`~streamssvm.solvers.gd`; ``history`` entries also have
     ``restart``.
     """
-    run = Run("agd", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress)
-    message = "max_iter reached"
+    run = Run("agd", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress,
+              max_seconds=max_seconds)
     eta = initial_step(run.state)
     y, t = run.state, 1.0
-    while not run.converged and run.iteration < max_iter:
+    while run.going():
         x = run.state
         eta *= GROWTH
         x_new, fraction = line_search(objective, y, -eta * y.grad, eta=0.5)
         if x_new is None:
             run.record(0, False, step=0.0)
-            message = "line search failed"
+            run.message = "line search failed"
             break
         eta *= fraction
         move = x_new.w - x.w
@@ -55,4 +55,4 @@ def agd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
             t_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
             y = objective.evaluate(x_new.w + ((t - 1.0) / t_new) * move)
             t = t_new
-    return run.result(message)
+    return run.result()

@@ -132,10 +132,11 @@ class Run:
     from (empty on a fresh start)."""
 
     def __init__(self, name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress,
-                 checkpoint=None):
+                 checkpoint=None, max_seconds=None):
         if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 0):
             raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
         self.name, self.objective, self.max_iter = name, objective, max_iter
+        self.max_seconds, self.message = max_seconds, "max_iter reached"
         self.start = time.perf_counter()
         self.checkpoint, self.resumed, self._scalars = checkpoint, {}, {}
         saved = checkpoint.load() if checkpoint is not None else None
@@ -174,6 +175,15 @@ class Run:
     def converged(self):
         return self.state.grad_norm <= self.threshold
 
+    def going(self):
+        """True while another iteration is due: not converged, iterations and time left."""
+        if self.converged or self.iteration >= self.max_iter:
+            return False
+        if self.max_seconds is not None and time.perf_counter() - self.start >= self.max_seconds:
+            self.message = "max_seconds reached"
+            return False
+        return True
+
     def record(self, cg_steps, accepted, **extra):
         self.history.append(dict(iteration=self.iteration, f=self.state.f,
                                  grad_norm=self.state.grad_norm, cg_steps=cg_steps,
@@ -189,7 +199,9 @@ class Run:
         self.bar.set_postfix(f=f"{state.f:.6g}", grad=f"{state.grad_norm:.3g}",
                              passes=self.objective.passes)
 
-    def result(self, message):
+    def result(self):
+        """The SolverResult; ``self.message`` says why the run stopped if unconverged."""
+        message = self.message
         self.bar.close()
         self.save(force=True, **self._scalars)
         converged = self.converged

@@ -23,7 +23,7 @@ def initial_step(state):
 
 
 def gd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=1000,
-       progress=False, checkpoint=None):
+       max_seconds=None, progress=False, checkpoint=None):
     """Minimise ``objective`` by gradient descent with backtracking.
 
     Parameters
@@ -32,6 +32,7 @@ def gd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter
     w0 : array of shape (n_variables,), optional
     tol, abs_tol, liblinear_tol, max_iter
         Stopping rule, as for :func:`~streamssvm.solvers.tron`.
+    max_seconds : float, optional
     progress : bool
     checkpoint : Checkpoint, optional
         As for :func:`~streamssvm.solvers.tron`.
@@ -41,21 +42,21 @@ def gd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter
     SolverResult
         ``history`` entries have ``step``, the accepted step length eta_t.
     """
-    run = Run("gd", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress, checkpoint)
-    message = "max_iter reached"
+    run = Run("gd", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress,
+              checkpoint, max_seconds)
     eta = run.resumed.get("eta") or initial_step(run.state)
-    while not run.converged and run.iteration < max_iter:
+    while run.going():
         state = run.state
         trial, fraction = line_search(objective, state, -2.0 * eta * state.grad)
         if trial is None:
             run.record(0, False, step=0.0)
-            message = "line search failed"
+            run.message = "line search failed"
             break
         eta *= 2.0 * fraction
         run.accept(trial)
         run.record(0, True, step=eta)
         run.save(eta=eta)
         if abs(state.f - trial.f) <= 1e-15 * abs(trial.f):
-            message = "objective decrease too small"
+            run.message = "objective decrease too small"
             break
-    return run.result(message)
+    return run.result()

@@ -38,7 +38,7 @@ def _two_loop(g, pairs):
 
 
 def lbfgs(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=1000,
-          memory=10, progress=False):
+          memory=10, max_seconds=None, progress=False):
     """Minimise ``objective`` by L-BFGS.
 
     Parameters
@@ -49,6 +49,7 @@ def lbfgs(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_i
         Stopping rule, as for :func:`~streamssvm.solvers.tron`.
     memory : int
         Number of (s, y) pairs kept.
+    max_seconds : float, optional
     progress : bool
 
     Returns
@@ -58,10 +59,10 @@ def lbfgs(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_i
     """
     if not (isinstance(memory, (int, np.integer)) and memory >= 1):
         raise ValueError(f"memory must be an integer >= 1, got {memory!r}")
-    run = Run("lbfgs", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress)
-    message = "max_iter reached"
+    run = Run("lbfgs", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress,
+              max_seconds=max_seconds)
     pairs = deque(maxlen=memory)
-    while not run.converged and run.iteration < max_iter:
+    while run.going():
         state = run.state
         if pairs:
             direction = -_two_loop(state.grad, pairs)
@@ -70,7 +71,7 @@ def lbfgs(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_i
         trial, step = line_search(objective, state, direction)
         if trial is None:
             run.record(0, False, step=0.0)
-            message = "line search failed"
+            run.message = "line search failed"
             break
         s, y = trial.w - state.w, trial.grad - state.grad
         sy = float(s @ y)
@@ -79,6 +80,6 @@ def lbfgs(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_i
         run.accept(trial)
         run.record(0, True, step=step)
         if abs(state.f - trial.f) <= 1e-15 * abs(trial.f):
-            message = "objective decrease too small"
+            run.message = "objective decrease too small"
             break
-    return run.result(message)
+    return run.result()

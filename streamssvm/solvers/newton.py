@@ -48,8 +48,8 @@ def _newton_cg(objective, state, precond, eps_cg):
 
 
 def newton(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=1000,
-           eps_cg=0.5, preconditioner=True, hessian_sample=None, seed=0, progress=False,
-           checkpoint=None):
+           eps_cg=0.5, preconditioner=True, hessian_sample=None, seed=0, max_seconds=None,
+           progress=False, checkpoint=None):
     """Minimise ``objective`` by line-search Newton-CG.
 
     Parameters
@@ -67,6 +67,7 @@ def newton(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_
         fraction of the rows, drawn afresh each iteration (seeded by ``seed``) and held in
         memory; the gradient and the line search use all rows.
     seed : int
+    max_seconds : float, optional
     progress : bool
     checkpoint : Checkpoint, optional
         As for :func:`~streamssvm.solvers.tron`.
@@ -76,12 +77,11 @@ def newton(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_
     SolverResult
     """
     run = Run("newton", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress,
-              checkpoint)
-    message = "max_iter reached"
+              checkpoint, max_seconds)
     rng = np.random.default_rng(seed)
     if "rng" in run.resumed:
         rng.bit_generator.state = run.resumed["rng"]
-    while not run.converged and run.iteration < max_iter:
+    while run.going():
         state = run.state
         curved = objective.subsampled(state, hessian_sample, rng) if hessian_sample else state
         precond = diag_preconditioner(objective, curved, preconditioner)
@@ -89,12 +89,12 @@ def newton(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_
         trial, step = line_search(objective, state, s)
         if trial is None:
             run.record(steps, False, step=0.0)
-            message = "line search failed"
+            run.message = "line search failed"
             break
         run.accept(trial)
         run.record(steps, True, step=step)
         run.save(rng=rng.bit_generator.state)
         if abs(state.f - trial.f) <= 1e-12 * abs(trial.f):
-            message = "objective decrease too small"
+            run.message = "objective decrease too small"
             break
-    return run.result(message)
+    return run.result()

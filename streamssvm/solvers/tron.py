@@ -52,8 +52,8 @@ def _trust_region_cg(objective, state, precond, delta, forcing):
 
 
 def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=1000,
-         forcing="constant", xi=0.1, kappa=1.0, preconditioner=False, progress=False,
-         checkpoint=None):
+         forcing="constant", xi=0.1, kappa=1.0, preconditioner=False, max_seconds=None,
+         progress=False, checkpoint=None):
     """Minimise ``objective`` with TRON.
 
     Parameters
@@ -75,6 +75,8 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         (the quadratic regime of the paper's Theorem 4).
     preconditioner : bool
         Precondition CG by M = 0.99 I + 0.01 diag(H) (one more pass per iteration).
+    max_seconds : float, optional
+        Also stop after this long (checked between iterations).
     progress : bool
         A tqdm bar over iterations.
     checkpoint : Checkpoint, optional
@@ -90,15 +92,14 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     if not 0 < xi < 1:
         raise ValueError(f"xi must be in (0, 1), got {xi}")
     run = Run("tron", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress,
-              checkpoint)
+              checkpoint, max_seconds)
     precond = diag_preconditioner(objective, run.state, preconditioner)
     g = run.state.grad
     delta = run.resumed.get("delta")
     if delta is None:
         delta = np.sqrt(float(g @ (g if precond is None else g / precond)))
         run.history[0]["delta"] = delta  # the start's record gets the initial radius too
-    message = "max_iter reached"
-    while not run.converged and run.iteration < max_iter:
+    while run.going():
         state = run.state
         xi_t = xi if forcing == "constant" else min(xi, kappa * state.grad_norm)
         s, r, steps, on_boundary = _trust_region_cg(objective, state, precond, delta, xi_t)
@@ -130,9 +131,9 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         if run.converged:
             break
         if predicted <= 0:
-            message = "predicted reduction <= 0"
+            run.message = "predicted reduction <= 0"
             break
         if abs(actual) <= 1e-12 * abs(run.state.f) and abs(predicted) <= 1e-12 * abs(run.state.f):
-            message = "actual and predicted reductions too small"
+            run.message = "actual and predicted reductions too small"
             break
-    return run.result(message)
+    return run.result()
