@@ -24,11 +24,12 @@ from .data import (InMemorySource, Store, StoreError, StoreWriter, SvmlightForma
 from .losses import Loss, get_loss
 from .model import Model
 from .multiclass import train_one_vs_rest
+from .online import OnlineTrainer
 from .solvers import ConvergenceWarning
 
-__all__ = ["ConvergenceWarning", "InMemorySource", "Loss", "Model", "SmoothSVC", "Store",
-           "StoreError", "StoreWriter", "SvmlightFormatError", "convert_svmlight", "get_loss",
-           "train_one_vs_rest", "train_stream", "__version__"]
+__all__ = ["ConvergenceWarning", "InMemorySource", "Loss", "Model", "OnlineTrainer", "SmoothSVC",
+           "Store", "StoreError", "StoreWriter", "SvmlightFormatError", "convert_svmlight",
+           "get_loss", "train_one_vs_rest", "train_stream", "__version__"]
 
 
 def __getattr__(name):

@@ -1,24 +1,39 @@
 """``train_stream``: one call from a store path or a matrix to a trained :class:`Model`."""
 
 import contextlib
+import inspect
 import os
 
 import numpy as np
 
-from .data import BlockSource, InMemorySource, Store
+from .data import BlockSource, InMemorySource, Store, StoreSet
 from .model import Model
 from .objective import SmoothSVMObjective
-from .solvers import SOLVERS
+from .solvers import SOLVERS, STOCHASTIC
+from .solvers.checkpoint import Checkpoint
 
 
 @contextlib.contextmanager
-def open_source(data, y=None):
-    """A BlockSource for a store path, a BlockSource, or a matrix with labels ``y``."""
-    if isinstance(data, (str, os.PathLike)):
-        if y is not None:
-            raise ValueError("y is given with a store path: the store holds its own labels")
+def open_source(data, y=None, client=None):
+    """A BlockSource for a store path, a list of store paths (read as one), a BlockSource,
+    or a matrix with labels ``y``; with a Dask ``client``, the stores held by its workers."""
+    paths = isinstance(data, (str, os.PathLike)) or (
+        isinstance(data, (list, tuple)) and all(isinstance(p, (str, os.PathLike)) for p in data))
+    if paths and y is not None:
+        raise ValueError("y is given with a store path: the store holds its own labels")
+    if client is not None:
+        if not (paths or isinstance(data, (Store, StoreSet))):
+            raise ValueError(f"{getattr(data, 'name', 'a matrix')}: training with a Dask client "
+                             f"needs stores, whose blocks every worker reads by path")
+        from .distributed import DaskStores  # dask is an optional dependency
+        with DaskStores(data, client) as stores:
+            yield stores
+    elif isinstance(data, (str, os.PathLike)):
         with Store(data) as store:
             yield store
+    elif paths:
+        with StoreSet(data) as stores:
+            yield stores
     elif isinstance(data, BlockSource):
         yield data
     else:
@@ -28,9 +43,10 @@ def open_source(data, y=None):
 
 
 def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron", tol=0.01,
-                 abs_tol=None, liblinear_tol=False, max_iter=1000, fit_intercept=False,
+                 abs_tol=None, liblinear_tol=False, max_iter=None, fit_intercept=False,
                  intercept_scaling=1.0, w0=None, sigma_path=(), n_threads=None, progress=True,
-                 sample_weight=None, **solver_options):
+                 sample_weight=None, checkpoint=None, checkpoint_every=60.0, client=None,
+                 **solver_options):
     """Train a linear classifier by minimising
 
         L(w) = lam / 2 ||w||^2 + (1 / n) sum_i c_i psi(y_i w.x_i)
@@ -39,8 +55,10 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
 
     Parameters
     ----------
-    data : str or path-like, BlockSource, or array / sparse matrix of shape (n_samples, n_features)
-        A store made by ``convert_svmlight``, any block source, or an in-memory matrix.
+    data : str, path-like or list of them, BlockSource, or array / sparse matrix
+        A store made by ``convert_svmlight``, several (same width and labels, read as one in
+        the order given), any block source, or an in-memory matrix of shape
+        (n_samples, n_features).
     y : array of shape (n_samples,), optional
         Labels (two distinct values) when ``data`` is a matrix.
     loss : str or Loss
@@ -50,10 +68,19 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     lam : float
         Regularisation strength lambda (LIBLINEAR's C = 1 / (lam * n)).
     solver : str
-        ``"tron"`` or ``"newton"``.
-    tol, abs_tol, liblinear_tol, max_iter
+        Second order: ``"tron"`` (trust-region Newton), ``"newton"`` (line search, LIBLINEAR
+        2.40's), ``"lbfgs"``; full gradient: ``"gd"``, ``"agd"`` (Nesterov); stochastic,
+        streaming the blocks in a seeded random order: ``"sgd"``, ``"pegasos"``,
+        ``"svrg"``, ``"saga"``, ``"sdca"`` (dual coordinate ascent through the loss
+        conjugate; no intercept).
+    tol, abs_tol, liblinear_tol
         Stopping rule: ||grad L(w)|| <= tol ||grad L(0)|| (tol scaled by
-        max(min(#pos, #neg), 1) / n if ``liblinear_tol``), or <= abs_tol.
+        max(min(#pos, #neg), 1) / n if ``liblinear_tol``), or <= abs_tol. The stochastic
+        solvers check it where they evaluate the full gradient (every ``eval_every``
+        epochs).
+    max_iter : int, optional
+        Iterations, or epochs for the stochastic solvers (default: the solver's own, e.g.
+        1000 for TRON, 20 for SGD).
     fit_intercept : bool
         Learn an unregularised intercept (a constant feature of value ``intercept_scaling``).
     w0 : array of shape (n_variables,), optional
@@ -70,8 +97,23 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     sample_weight : array of shape (n_samples,), optional
         The row weights c_i >= 0 (default 1): LIBLINEAR's per-row C_i = c_i / (lam n).
         Not with the stochastic solvers. Class weights: see ``train_one_vs_rest``.
+    client : distributed.Client, optional
+        Train across the workers of this Dask client: ``data`` is one or several store
+        paths that every worker opens itself (a shared filesystem), the driver runs the
+        solver on the oracle summed over the workers (docs/DISTRIBUTED.md). Not with the
+        stochastic solvers, nor with ``sample_weight``.
+    checkpoint : str or path-like, optional
+        Write the solver's state to this file every ``checkpoint_every`` seconds and at
+        the end (atomically); if the file exists, resume from it: a killed run ends at the
+        same model as an uninterrupted one. A file written for other data or settings is
+        refused. Not with ``sigma_path``, ``agd`` or ``lbfgs``.
+    checkpoint_every : float
+        Seconds between checkpoints (0: every iteration or epoch).
     **solver_options
-        Passed to the solver (TRON: ``forcing``, ``xi``, ``kappa``, ``preconditioner``).
+        Passed to the solver, e.g. TRON: ``forcing``, ``xi``, ``kappa``,
+        ``preconditioner``; stochastic: ``seed``, ``eval_every``, ``max_seconds``; SGD:
+        ``learning_rate``, ``eta0``, ``average``; SAGA/SVRG: ``step``; SDCA: ``gap_tol``,
+        ``inner_epochs`` (see :mod:`streamssvm.solvers`).
 
     Returns
     -------
@@ -81,13 +123,35 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
         solve = SOLVERS[solver]
     except KeyError:
         raise ValueError(f"unknown solver {solver!r}; known: {', '.join(SOLVERS)}") from None
+    make_objective = SmoothSVMObjective
+    if client is not None:
+        if solver in STOCHASTIC:
+            raise ValueError(f"solver {solver!r} reads the blocks itself; with a Dask client "
+                             f"use {', '.join(s for s in SOLVERS if s not in STOCHASTIC)}")
+        from .distributed import DaskObjective as make_objective
+    accepted = inspect.signature(solve).parameters
+    if max_iter is None:
+        max_iter = accepted["max_iter"].default
+    if checkpoint is not None and ("checkpoint" not in accepted or sigma_path):
+        able = [n for n, f in SOLVERS.items() if "checkpoint" in inspect.signature(f).parameters]
+        raise ValueError(f"checkpoints work with the solvers {', '.join(able)}, without "
+                         f"sigma_path")
     history, passes, seconds, cached_sweeps = [], 0, 0.0, 0
-    with open_source(data, y) as source:
+    with open_source(data, y, client) as source:
         for width in [*sigma_path, sigma]:
-            objective = SmoothSVMObjective(
+            objective = make_objective(
                 source, loss, lam, sigma=width, fit_intercept=fit_intercept,
                 intercept_scaling=intercept_scaling, n_threads=n_threads,
                 progress=progress and source.nnz > 20_000_000, sample_weight=sample_weight)
+            if checkpoint is not None:
+                problem = dict(data=[source.name, source.n_samples, source.n_features,
+                                     source.nnz], loss=objective.loss.spec, lam=lam,
+                               solver=solver, tol=tol, abs_tol=abs_tol,
+                               liblinear_tol=liblinear_tol, fit_intercept=fit_intercept,
+                               intercept_scaling=intercept_scaling, options=solver_options,
+                               weighted=sample_weight is not None)
+                solver_options = dict(solver_options, checkpoint=Checkpoint(
+                    checkpoint, checkpoint_every, problem))
             result = solve(objective, w0=w0, tol=tol, abs_tol=abs_tol,
                            liblinear_tol=liblinear_tol, max_iter=max_iter, progress=progress,
                            **solver_options)
@@ -109,5 +173,6 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
                   converged=result.converged, message=result.message, n_iter=result.n_iter,
                   passes=passes, cached_sweeps=cached_sweeps, seconds=seconds,
                   sigma_path=list(sigma_path), objective=result.f,
-                  grad_norm=result.grad_norm, **solver_options)
+                  grad_norm=result.grad_norm,
+                  **{k: v for k, v in solver_options.items() if k != "checkpoint"})
     return Model(np.array(coef), intercept, classes, params, history)

@@ -16,6 +16,7 @@ import numpy as np
 from . import __version__
 from .data.store import Store, StoreError
 from .data.svmlight import SvmlightFormatError
+from .solvers import SOLVERS, STOCHASTIC
 
 # ValueError: what the library raises on bad arguments or inputs (its messages say which)
 USER_ERRORS = (SvmlightFormatError, StoreError, ValueError, FileNotFoundError, FileExistsError,
@@ -177,7 +178,8 @@ def _add_train(subparsers):
     p.add_argument("--abs-tol", type=float, help="also stop at ||grad|| <= this")
     p.add_argument("--liblinear-tol", action="store_true",
                    help="scale tol by max(min(#pos, #neg), 1)/n as LIBLINEAR does")
-    p.add_argument("--max-iter", type=_positive_int, default=1000)
+    p.add_argument("--max-iter", type=_positive_int,
+                   help="iterations, epochs for the stochastic solvers (default: the solver's)")
     p.add_argument("--intercept", action="store_true", help="fit an unregularised intercept")
     p.add_argument("--class-weight", type=_class_weight, metavar="balanced|LABEL:W,...",
                    help="weights of the classes' rows: 'balanced' (n / (k n_class)) or a list "
@@ -186,10 +188,61 @@ def _add_train(subparsers):
                    help="diagonal preconditioner for CG (tron; newton always uses it)")
     p.add_argument("--forcing", choices=("constant", "quadratic"), default="constant",
                    help="tron's CG forcing term: 0.1, or min(0.1, ||grad||) (quadratic regime)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="stochastic solvers: seed of the visiting order (default %(default)s)")
+    p.add_argument("--step", type=float, help="saga / svrg step size (default 1/(3 or 4 L_max)); "
+                   "sgd: eta0 of the constant or invscaling schedule")
+    p.add_argument("--learning-rate", choices=("optimal", "constant", "invscaling"),
+                   default="optimal", help="sgd's schedule (default %(default)s)")
+    p.add_argument("--average", action="store_true", help="sgd / pegasos: averaged iterate")
+    p.add_argument("--checkpoint", metavar="FILE",
+                   help="write the solver's state here as it runs (atomically; binary stores)")
+    p.add_argument("--checkpoint-every", type=float, default=60.0, metavar="SECONDS",
+                   help="seconds between checkpoints (default %(default)s; 0: every iteration)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from the --checkpoint file (ends at the model an "
+                        "uninterrupted run would give)")
     p.add_argument("--threads", type=_positive_int, help="kernel threads (default: all cores)")
     p.add_argument("--overwrite", action="store_true", help="replace MODEL if it exists")
     p.add_argument("--quiet", action="store_true", help="no progress bars, no summary")
     p.set_defaults(func=cmd_train)
+
+
+def _checkpoint_options(args):
+    """``checkpoint`` / ``checkpoint_every`` for train_stream, after checking --resume."""
+    if not args.checkpoint:
+        if args.resume:
+            raise ValueError("--resume needs --checkpoint FILE")
+        return {}
+    exists = os.path.exists(args.checkpoint)
+    if args.resume and not exists:
+        raise FileNotFoundError(errno.ENOENT, "no checkpoint to resume from", args.checkpoint)
+    if exists and not args.resume:
+        raise FileExistsError(errno.EEXIST, "checkpoint exists (pass --resume to continue "
+                              "it, or remove it)", args.checkpoint)
+    with Store(args.store) as store:
+        if store.multiclass:
+            raise ValueError(f"{args.store}: checkpoints are for binary stores (one-vs-rest "
+                             f"trains one problem per class)")
+    return dict(checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every)
+
+
+def _solver_options(args):
+    """The command line's options of the chosen solver."""
+    if args.solver == "tron":
+        return dict(preconditioner=args.preconditioner, forcing=args.forcing)
+    options = {}
+    if args.solver in STOCHASTIC:
+        options["seed"] = args.seed
+    if args.solver in ("sgd", "pegasos"):
+        options["average"] = args.average
+    if args.solver == "sgd":
+        options["learning_rate"] = args.learning_rate
+        if args.step is not None:
+            options["eta0"] = args.step
+    elif args.solver in ("saga", "svrg"):
+        options["step"] = args.step
+    return options
 
 
 def cmd_train(args):
@@ -197,9 +250,7 @@ def cmd_train(args):
 
     if os.path.exists(args.output) and not args.overwrite:
         raise FileExistsError(errno.EEXIST, "exists (pass --overwrite to replace it)", args.output)
-    options = {}
-    if args.solver == "tron":
-        options = dict(preconditioner=args.preconditioner, forcing=args.forcing)
+    options = dict(_solver_options(args), **_checkpoint_options(args))
     model = train_one_vs_rest(args.store, class_weight=args.class_weight, loss=args.loss,
                               sigma=args.sigma, sigma_path=args.sigma_path, lam=args.lam,
                               solver=args.solver, tol=args.tol, abs_tol=args.abs_tol,

@@ -80,7 +80,8 @@ class OnlineTrainer:
         if not (isinstance(epochs, (int, np.integer)) and epochs >= 1):
             raise ValueError(f"epochs must be an integer >= 1, got {epochs!r}")
         if y is not None and not isinstance(data, (str, os.PathLike)):
-            data = InMemorySource(data, y, classes=classes if self.classes is None else self.classes)
+            known = classes if self.classes is None else self.classes
+            data = InMemorySource(data, y, classes=known)
             y = None
         with open_source(data, y) as source:
             objective = self._objective(source)

@@ -248,7 +248,7 @@ def test_a9a_test_accuracy_close_to_liblinear(tmp_path):
 # ---------------------------------------------------------------- train_stream errors
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(solver="sgd"), "unknown solver"),
+    (dict(solver="sgd_typo"), "unknown solver"),
     (dict(loss="hinge_typo"), "unknown loss"),
     (dict(lam=0.0), "lambda"),
     (dict(lam=-1e-3), "lambda"),

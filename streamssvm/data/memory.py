@@ -92,8 +92,12 @@ class InMemorySource(BlockSource):
         self.row_offsets = block_offsets_by_nnz(X.indptr, block_nnz, block_rows)
 
     def read_block(self, k):
-        a, b = int(self.row_offsets[k]), int(self.row_offsets[k + 1])
-        return Block(k, a, self.X.indptr[a:b + 1], self.indices, self.X.data, self.y[a:b])
+        return self.read_range(k, k + 1)
+
+    def read_range(self, first, stop):
+        """Blocks ``first .. stop - 1`` as one Block, without a copy."""
+        a, b = int(self.row_offsets[first]), int(self.row_offsets[stop])
+        return Block(first, a, self.X.indptr[a:b + 1], self.indices, self.X.data, self.y[a:b])
 
     def labels(self):
         return self.y.copy()

@@ -107,6 +107,20 @@ class BlockSource:
                     pending.append(pool.submit(read, nxt[1], nxt[0]))
                 yield block
 
+    def read_range(self, first, stop):
+        """Blocks ``first .. stop - 1`` as one Block (their rows, concatenated)."""
+        blocks = [self.read_block(k) for k in range(first, stop)]
+        if len(blocks) == 1:
+            return blocks[0]
+        starts = [int(b.indptr[0]) for b in blocks]
+        sizes = np.cumsum([0] + [b.nnz for b in blocks])
+        indptr = np.concatenate([[0]] + [b.indptr[1:] - s + o
+                                         for b, s, o in zip(blocks, starts, sizes)])
+        return Block(first, blocks[0].row_start, indptr.astype(np.int64),
+                     np.concatenate([b.indices[s:s + b.nnz] for b, s in zip(blocks, starts)]),
+                     np.concatenate([b.data[s:s + b.nnz] for b, s in zip(blocks, starts)]),
+                     np.concatenate([b.y for b in blocks]))
+
     def read_rows(self, start, stop):
         """Rows ``start .. stop`` as ``(X, y)``: a CSR matrix and an int8 array of +-1."""
         if not 0 <= start <= stop <= self.n_samples:

@@ -185,6 +185,18 @@ def loss_sum(indptr, indices, data, y, w, bias, code, sigma, theta, params, weig
 
 
 @njit(cache=True, nogil=True)
+def max_row_norm2(indptr, indices, data):
+    """max_i ||x_i||^2 over the block's rows (0 for an empty block)."""
+    best = 0.0
+    for i in range(indptr.shape[0] - 1):
+        norm2 = 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            norm2 += data[k] * data[k]
+        best = max(best, norm2)
+    return best
+
+
+@njit(cache=True, nogil=True)
 def gather_curved_rows(indptr, indices, data, curvature):
     """The rows with curvature != 0 as a compact CSR block.
 

@@ -221,7 +221,8 @@ def saga_rows(indptr, indices, data, y, order, row_start, slopes, v, avg_grad, l
             v[j] -= avg_grad[j] * (top - cumulative[last[j]])
             last[j] = now
         yi = float(y[i])
-        xw = state[SAGA_SCALE] * _row_dot(indptr, indices, data, i, v) + bias * state[SAGA_INTERCEPT]
+        xw = (state[SAGA_SCALE] * _row_dot(indptr, indices, data, i, v)
+              + bias * state[SAGA_INTERCEPT])
         slope = derivatives(code, yi * xw, sigma, theta, params)[1]
         diff = (slope - slopes[row_start + i]) * yi
         slopes[row_start + i] = slope

@@ -25,6 +25,7 @@ nothing from disk. For the smooth hinges at small sigma and for the squared hing
 rows with curvature are a small part of the data.
 """
 
+import dataclasses
 from dataclasses import dataclass
 
 import numba
@@ -124,6 +125,7 @@ class SmoothSVMObjective:
         self.cached_sweeps = 0
         self._scatter = np.zeros((self.n_threads, self.n_variables))
         self._scatter_dirty = False
+        self._max_row_norm2 = None
 
     @property
     def n_samples(self):
@@ -135,16 +137,74 @@ class SmoothSVMObjective:
             self._scatter[...] = 0.0
         self._scatter_dirty = True
 
-    def _pass(self, scatter=True):
-        """The blocks of one pass over the source (counted)."""
+    def _pass(self, scatter=True, order=None):
+        """The blocks of one pass over the source (counted), in storage order or ``order``."""
         if scatter:
             self._start_scatter()
         self.passes += 1
-        blocks = self.source.iter_blocks(transient=True)
+        blocks = self.source.iter_blocks(order=order, transient=True)
         if self.progress:
             blocks = tqdm(blocks, total=self.source.n_blocks, unit="block", leave=False,
                           desc=f"pass {self.passes}")
         return blocks
+
+    @property
+    def loss_args(self):
+        """``(code, sigma, theta, params)``: the loss as the kernels take it."""
+        return self.loss.code, self.loss.sigma, self.loss.theta, self.loss.params
+
+    def shuffled_blocks(self, rng, window_bytes=None):
+        """One pass (counted) in a random order for the stochastic solvers: ``(block,
+        rows)`` pairs, ``rows`` (int64 array of shape (n_rows,)) a random order of the
+        block's rows, drawn from the numpy Generator ``rng``.
+
+        The "blocks" are windows of consecutive source blocks, as many as fit
+        ``window_bytes`` (default: an eighth of the memory the process may still use; an
+        in-memory source is one window, without a copy), visited in a random order. The
+        larger the window, the closer the order is to one random permutation of all rows:
+        on 3,000 rows of a9a, SDCA's duality gap after 40 epochs was 2.6e-8 in one random
+        permutation, 6e-4 to 3e-3 when the rows were shuffled only within blocks of
+        100-1,500 and the blocks in random order, and 1e-2 in a fixed order.
+        The next window is read while this one is used (two windows in memory at most)."""
+        if self.sample_weight is not None:  # their kernels have no row weights
+            raise ValueError("the stochastic solvers take no row weights (sample_weight, "
+                             "class_weight): use tron, newton, lbfgs, gd or agd")
+        offsets = self.source.row_offsets
+        if self.source.in_memory:
+            windows = [(0, self.source.n_blocks)]
+        else:
+            budget = available_memory_bytes() // 8 if window_bytes is None else window_bytes
+            nnz_bytes = 4 + np.dtype(self.source.value_dtype).itemsize
+            row_bytes = nnz_bytes * self.source.nnz / self.n_samples + 9  # + indptr, label
+            windows, first, n_blocks = [], 0, self.source.n_blocks
+            for k in range(1, n_blocks + 1):
+                if k == n_blocks or (offsets[k + 1] - offsets[first]) * row_bytes > budget:
+                    windows.append((first, k))
+                    first = k
+        self.passes += 1
+        order = rng.permutation(len(windows))
+        if len(windows) == 1:
+            blocks = (self.source.read_range(*windows[0]),)
+        else:  # the next window is read (a thread, GIL released in h5py) while this one runs
+            blocks = self.source.iter_blocks_prefetched(
+                order, depth=1, read=lambda k, i: self.source.read_range(*windows[k]))
+        for block in blocks:
+            yield block, rng.permutation(block.n_rows)
+
+    def smoothness(self):
+        """L_max = sup psi'' max_i ||(x_i, bias)||^2 + lambda: a Lipschitz constant of the
+        gradient of every term lam/2 ||w||^2 + psi(y_i x_i.w) (the stochastic solvers'
+        step sizes). One pass the first time, then cached."""
+        if self._max_row_norm2 is None:
+            self._max_row_norm2 = max((kernels.max_row_norm2(b.indptr, b.indices, b.data)
+                                       for b in self._pass(scatter=False)), default=0.0)
+        return self.loss.lipschitz * (self._max_row_norm2 + self.bias ** 2) + self.lam
+
+    def loss_gradient(self, state):
+        """(1 / n) sum_i psi'(y_i x_i.w) y_i x_i at ``state``: its gradient without the L2 term."""
+        grad = state.grad.copy()
+        grad[:self.n_features] -= self.lam * state.w[:self.n_features]
+        return grad
 
     def _merged(self, x, lam):
         """lam * x (intercept excluded) + (what the kernels scattered) / n; resets the
@@ -200,6 +260,25 @@ class SmoothSVMObjective:
                 return None
             curved.append(part)
         return curved
+
+    def subsampled(self, state, fraction, rng):
+        """``state`` with the Hessian of a random ``fraction`` of its rows, their curvature
+        divided by ``fraction`` (Byrd, Chin, Neveitt & Nocedal's subsampled Hessian,
+        unbiased); f, the gradient and the margins unchanged. The sampled rows are copied into memory:
+        from the state's copy of the curved rows (no pass), or by one pass."""
+        if not 0 < fraction <= 1:
+            raise ValueError(f"the Hessian sample fraction must be in (0, 1], got {fraction}")
+        parts = state.curved_rows
+        if parts is None:  # a generator: each block is gathered before the next is read
+            parts = ((b.indptr, b.indices, b.data,
+                      state.curvature[b.row_start:b.row_start + b.n_rows])
+                     for b in self._pass(scatter=False))
+        sampled = []
+        for indptr, indices, data, curvature in parts:
+            keep = rng.random(curvature.shape[0]) < fraction
+            sampled.append(kernels.gather_curved_rows(
+                indptr, indices, data, np.where(keep, curvature / fraction, 0.0)))
+        return dataclasses.replace(state, curved_rows=sampled)
 
     def _block_weights(self, block_rows):
         """The row weights of a block (None when unweighted)."""

@@ -1,0 +1,298 @@
+"""The first-order and stochastic solvers: each reaches TRON's optimum, the monotone ones
+never go up, SGD is reproducible from its seed, streamed and in-memory runs agree, SDCA's
+duality gap closes for every loss with a conjugate, incremental training resumes exactly."""
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import streamssvm
+from streamssvm.data import InMemorySource, Store, write_store
+from streamssvm.losses import LOSS_NAMES, get_loss
+from streamssvm.objective import SmoothSVMObjective
+from streamssvm.solvers import SOLVERS, ConvergenceWarning, sdca
+from streamssvm.solvers.sdca import dual_objective
+from streamssvm.solvers.stochastic import per_sample_array
+
+from shared_data import load_shared
+
+LAM = 1e-3
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = load_shared("a9a", n_rows=3000)
+    return X, y
+
+
+def _source(data, block_rows=700):
+    return InMemorySource(*data, block_rows=block_rows)
+
+
+def _objective(source, loss="psi_g", fit_intercept=False, lam=LAM):
+    return SmoothSVMObjective(source, loss, lam, fit_intercept=fit_intercept)
+
+
+@pytest.fixture(scope="module")
+def optimum(data):
+    """TRON's optimal objective, far tighter than any tolerance below."""
+    cache = {}
+
+    def f_star(loss, fit_intercept):
+        key = (loss, fit_intercept)
+        if key not in cache:
+            cache[key] = SOLVERS["tron"](_objective(_source(data), loss, fit_intercept),
+                                         tol=1e-8).f
+        return cache[key]
+    return f_star
+
+
+# (solver, options, relative objective error reached for psi_G (sigma 2^-3) / logistic); the
+# stochastic solvers' max_iter counts epochs. psi_G's curvature 1/(sigma sqrt(2 pi)) makes
+# the step of SVRG/SAGA (1/(c L_max)) small, so they get less far in the same epochs.
+REACH = [
+    ("newton", dict(tol=1e-8), (1e-9, 1e-9)),
+    ("newton", dict(tol=1e-7, hessian_sample=0.2), (1e-9, 1e-9)),  # subsampled Hessian
+    ("lbfgs", dict(tol=1e-7), (1e-9, 1e-9)),
+    ("agd", dict(tol=1e-5, max_iter=1000), (1e-6, 1e-6)),
+    ("gd", dict(tol=1e-4, max_iter=500), (5e-3, 5e-3)),
+    ("svrg", dict(tol=1e-6, max_iter=60), (2e-3, 1e-5)),
+    ("saga", dict(tol=1e-6, max_iter=60), (2e-3, 1e-5)),
+    ("sgd", dict(tol=0.0, max_iter=15), (5e-2, 2e-2)),
+    ("sgd", dict(tol=0.0, max_iter=15, average=True), (0.12, 5e-2)),
+    ("pegasos", dict(tol=0.0, max_iter=15), (5e-2, 2e-2)),
+]
+LOSSES = ("psi_g", "logistic")
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("solver,options,rel", REACH,
+                         ids=[f"{s}-{i}" for i, (s, _, _) in enumerate(REACH)])
+def test_solver_reaches_tron_optimum(data, optimum, solver, options, rel, loss, fit_intercept):
+    objective = _objective(_source(data), loss, fit_intercept)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # sgd's tol 0 is never met
+        result = SOLVERS[solver](objective, **options)
+    f_star = optimum(loss, fit_intercept)
+    assert result.f >= f_star * (1 - 1e-12)
+    assert (result.f - f_star) / f_star <= rel[LOSSES.index(loss)]
+    for entry in result.history:  # the same fields as TRON's, for plotting together
+        assert {"iteration", "passes", "seconds"} <= set(entry)
+    assert result.passes == objective.passes
+
+
+@pytest.mark.parametrize("loss", ["psi_g", "logistic", "squared_hinge", "smoothed_hinge"])
+def test_sdca_reaches_tron_optimum(data, optimum, loss):
+    objective = _objective(_source(data), loss)
+    result = sdca(objective, tol=1e-7, max_iter=200)
+    f_star = SOLVERS["tron"](_objective(_source(data), loss), tol=1e-8).f
+    assert result.converged
+    assert 0 <= (result.f - f_star) / f_star <= 1e-8
+
+
+@pytest.mark.parametrize("solver", ["gd", "lbfgs", "newton"])
+def test_line_search_solvers_never_increase_the_objective(data, solver):
+    result = SOLVERS[solver](_objective(_source(data), "psi_m"), tol=1e-6, max_iter=300)
+    f = [h["f"] for h in result.history if h["accepted"]]
+    assert len(f) > 3
+    assert all(b <= a for a, b in zip(f, f[1:]))
+
+
+def test_subsampled_newton_keeps_its_sample_in_memory(data, tmp_path):
+    path = tmp_path / "a9a.h5"
+    write_store(path, _source(data))
+    with Store(path) as store:
+        objective = _objective(store)
+        state = objective.evaluate(np.zeros(objective.n_variables))
+        before = objective.passes
+        rng = np.random.default_rng(0)
+        sampled = objective.subsampled(state, 0.25, rng)
+        assert objective.passes == before  # drawn from the cached curved rows
+        rows = sum(len(c) for *_, c in sampled.curved_rows)
+        assert 0.15 * store.n_samples < rows < 0.35 * store.n_samples
+        s = np.ones(objective.n_variables)
+        full, approx = objective.hessp(state, s), objective.hessp(sampled, s)
+        assert objective.passes == before
+        assert np.linalg.norm(approx - full) < 0.5 * np.linalg.norm(full)
+        with pytest.raises(ValueError, match="fraction"):
+            objective.subsampled(state, 0.0, rng)
+        streamed = SmoothSVMObjective(store, "psi_g", LAM, cache_curved=False)
+        state = streamed.evaluate(np.zeros(objective.n_variables))
+        assert state.curved_rows is None
+        sampled = streamed.subsampled(state, 0.25, np.random.default_rng(0))
+        assert streamed.passes == 2  # one pass gathers the sample
+        np.testing.assert_allclose(streamed.hessp(sampled, s), approx, rtol=1e-12)
+
+
+def test_sdca_dual_never_decreases(data):
+    objective = _objective(_source(data), "psi_g")
+    result = sdca(objective, tol=0.0, max_iter=8, gap_tol=0.0)
+    dual = [h["f"] - h["gap"] for h in result.history]
+    assert all(b >= a - 1e-12 for a, b in zip(dual, dual[1:]))
+    assert dual[-1] > dual[0]
+
+
+def _sdca_losses():
+    return [name for name in LOSS_NAMES if get_loss(name).conjugate_domain is not None]
+
+
+@pytest.mark.parametrize("loss", _sdca_losses())
+def test_sdca_duality_gap_closes_for_every_loss_with_a_conjugate(loss):
+    X, y = load_shared("a9a", n_rows=600)
+    objective = SmoothSVMObjective(InMemorySource(X, y, block_rows=150), loss, 1e-2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        result = sdca(objective, tol=0.0, max_iter=300, gap_tol=1e-9)
+    gaps = [h["gap"] for h in result.history if "gap" in h]
+    assert min(gaps) >= -1e-9 * abs(result.f)  # weak duality, up to rounding
+    if loss == "hinge":  # not smooth: the gap closes sublinearly
+        assert gaps[-1] <= 1e-5 * abs(result.f)
+    else:
+        assert result.converged and result.message == "duality gap below gap_tol"
+        assert gaps[-1] <= 1e-9 * abs(result.f) < gaps[0]
+
+
+def test_sdca_refuses_an_intercept_and_a_loss_without_conjugate(data):
+    with pytest.raises(ValueError, match="intercept"):
+        sdca(_objective(_source(data), fit_intercept=True))
+    with pytest.raises(ValueError, match="conjugate"):
+        sdca(_objective(_source(data), "kh_hinge"))
+
+
+@pytest.mark.parametrize("solver,options", [("sgd", {}), ("sgd", dict(average=True)),
+                                            ("pegasos", {}), ("saga", {}), ("svrg", {}),
+                                            ("sdca", {})])
+def test_stochastic_runs_are_reproducible_bit_for_bit(data, solver, options):
+    def run(seed):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            return SOLVERS[solver](_objective(_source(data)), tol=0.0, max_iter=3, seed=seed,
+                                   **options).w
+    first = run(7)
+    assert np.array_equal(first, run(7))
+    assert not np.array_equal(first, run(8))
+
+
+@pytest.mark.parametrize("solver", ["sgd", "saga", "sdca", "lbfgs"])
+def test_store_and_in_memory_runs_agree(data, tmp_path, solver):
+    source = _source(data)
+    path = tmp_path / "a9a.h5"
+    write_store(path, source, value_dtype="float64")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        memory = SOLVERS[solver](_objective(source), tol=1e-4, max_iter=5)
+        with Store(path) as store:
+            assert np.array_equal(store.row_offsets, source.row_offsets)
+            streamed = SOLVERS[solver](_objective(store), tol=1e-4, max_iter=5)
+    np.testing.assert_allclose(streamed.w, memory.w, rtol=1e-12, atol=1e-14)
+
+
+def test_per_sample_state_on_disk_gives_the_same_run(data):
+    assert isinstance(per_sample_array(10, memory_limit=0), np.memmap)
+    in_ram = sdca(_objective(_source(data)), tol=0.0, max_iter=3, gap_tol=0.0)
+    on_disk = sdca(_objective(_source(data)), tol=0.0, max_iter=3, gap_tol=0.0, memory_limit=0)
+    assert np.array_equal(in_ram.w, on_disk.w)
+    assert [h["gap"] for h in in_ram.history] == [h["gap"] for h in on_disk.history]
+
+
+def test_sdca_warm_start_maps_to_the_dual(data):
+    objective = _objective(_source(data), "logistic")
+    w_star = SOLVERS["tron"](objective, tol=1e-8).w
+    result = sdca(_objective(_source(data), "logistic"), w0=w_star, tol=1e-6, max_iter=2)
+    assert result.converged and result.n_iter <= 1
+    np.testing.assert_allclose(result.w, w_star, rtol=0, atol=1e-6 * np.abs(w_star).max())
+
+
+def test_dual_objective_matches_the_primal_at_the_optimum(data):
+    objective = _objective(_source(data), "smoothed_hinge")
+    result = sdca(objective, tol=0.0, max_iter=200, gap_tol=1e-12)
+    assert result.history[-1]["gap"] <= 1e-12 * result.f
+    alpha = -get_loss("smoothed_hinge").derivatives(
+        objective.evaluate(result.w).margins)[1]
+    assert dual_objective(objective, alpha, result.w) == pytest.approx(result.f, rel=1e-7)
+
+
+def test_train_stream_runs_every_solver_and_records_its_defaults(data):
+    X, y = data
+    for solver in SOLVERS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model = streamssvm.train_stream(X, y, loss="logistic", lam=LAM, solver=solver,
+                                            progress=False, **({"max_iter": 20} if solver in (
+                                                "gd", "agd") else {}))
+        assert model.params["solver"] == solver
+        assert model.score(X, y) > 0.8
+    model = streamssvm.train_stream(X, y, loss="hinge", lam=LAM, solver="sgd", progress=False,
+                                    tol=0.5, seed=3)
+    assert model.params["max_iter"] == 20 and model.params["seed"] == 3
+
+
+def test_online_trainer_resumes_exactly(data, tmp_path):
+    X, y = data
+    halves = [(X[:1500], y[:1500]), (X[1500:], y[1500:])]
+    straight = streamssvm.OnlineTrainer(loss="hinge", lam=LAM, average=True, seed=5)
+    for Xb, yb in halves * 2:
+        straight.partial_fit(Xb, yb)
+    resumed = streamssvm.OnlineTrainer(loss="hinge", lam=LAM, average=True, seed=5)
+    resumed.partial_fit(*halves[0]).partial_fit(*halves[1])
+    resumed.save(tmp_path / "state.npz")
+    resumed = streamssvm.OnlineTrainer.load(tmp_path / "state.npz")
+    for Xb, yb in halves:
+        resumed.partial_fit(Xb, yb)
+    a, b = straight.model(), resumed.model()
+    assert np.array_equal(a.coef_, b.coef_)
+    assert a.params["steps"] == b.params["steps"] == 2 * X.shape[0]
+    assert a.score(X, y) > 0.8
+
+
+def test_online_trainer_takes_single_class_batches_and_checks_width(data):
+    X, y = data
+    trainer = streamssvm.OnlineTrainer(solver="pegasos", lam=LAM)
+    positive = y == 1
+    trainer.partial_fit(X[positive], y[positive], classes=[-1, 1])
+    trainer.partial_fit(X[~positive], y[~positive])
+    assert trainer.model().classes_.tolist() == [-1.0, 1.0]
+    with pytest.raises(ValueError, match="features"):
+        trainer.partial_fit(X[:, :50], y)
+
+
+def test_cli_trains_with_a_stochastic_solver(data, tmp_path):
+    X, y = data
+    store = tmp_path / "a9a.h5"
+    write_store(store, InMemorySource(X, y))
+    model = tmp_path / "m.npz"
+    out = subprocess.run([sys.executable, "-m", "streamssvm", "train", str(store), "-o",
+                          str(model), "--loss", "smoothed_hinge", "--solver", "sdca",
+                          "--max-iter", "5", "--seed", "2", "--lam", "1e-3", "--quiet"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert streamssvm.Model.load(model).params["seed"] == 2
+
+
+def test_shuffled_windows_visit_every_row_once(data, tmp_path):
+    path = tmp_path / "a9a.h5"
+    write_store(path, _source(data, block_rows=300))
+    with Store(path) as store:
+        objective = _objective(store)
+        for window_bytes in (1, 150_000, None):  # one block, a few blocks, all of them
+            seen = []
+            rng = np.random.default_rng(0)
+            windows = list((b.row_start, b.n_rows, rows) for b, rows in
+                           objective.shuffled_blocks(rng, window_bytes=window_bytes))
+            for start, n_rows, rows in windows:
+                assert sorted(rows.tolist()) == list(range(n_rows))
+                seen.extend(range(start, start + n_rows))
+            assert sorted(seen) == list(range(store.n_samples))
+            assert len(windows) == {1: 10, None: 1}.get(window_bytes, len(windows))
+            assert window_bytes != 150_000 or 1 < len(windows) < 10
+
+
+@pytest.mark.parametrize("solver", ["tron", "newton", "lbfgs", "gd", "agd", "sgd", "sdca"])
+def test_every_solver_stops_on_time(data, solver):
+    with pytest.warns(ConvergenceWarning, match="max_seconds reached"):
+        result = SOLVERS[solver](_objective(_source(data)), tol=1e-12, max_seconds=0.0)
+    assert result.message == "max_seconds reached" and result.n_iter == 0

@@ -1,0 +1,161 @@
+"""Benchmark of the first-order and stochastic solvers, side by side in one run (issue 5).
+
+Prints, on one training file:
+  (a) seconds per SGD epoch (hinge, alpha = lambda, no intercept) of ours against
+      scikit-learn's SGDClassifier on the same in-memory matrix, and the ratio;
+  (b) (with --ooc STORE) seconds per SGD epoch from a store evicted from the page cache,
+      under ../shared/bin/run-capped with --cap-mb, with the store's size over the cap and
+      the peak memory;
+  (c) the objective against passes and against seconds for every solver on the training
+      file (f - f*, f* from a tight TRON), as a table, and with --plot a PNG of both curves.
+
+Example:
+    python tools/bench_solvers.py --train bench-data/news20.train.svm --plot docs/solvers.png
+    python tools/bench_solvers.py --train ... --ooc bench-data/synth-4G.h5 --cap-mb 500
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from streamssvm import ConvergenceWarning, OnlineTrainer, convert_svmlight  # noqa: E402
+from streamssvm.data import InMemorySource, Store  # noqa: E402
+from streamssvm.objective import SmoothSVMObjective  # noqa: E402
+from streamssvm.solvers import SOLVERS, STOCHASTIC  # noqa: E402
+
+BIN = os.path.join(os.path.dirname(ROOT), "shared", "bin")
+
+
+def load(path):
+    with tempfile.TemporaryDirectory() as tmp:
+        store = os.path.join(tmp, "train.h5")
+        convert_svmlight(path, store, value_dtype="float64", progress=False)
+        with Store(store) as s:
+            X, y = s.read_rows(0, s.n_samples)
+    X.indices = X.indices.astype(np.int32)
+    return X, y.astype(np.float64)
+
+
+def sgd_epochs(X, y, lam, epochs):
+    """(ours, scikit-learn's) seconds per epoch of hinge SGD, and both training accuracies."""
+    from sklearn.linear_model import SGDClassifier
+
+    OnlineTrainer(loss="hinge", lam=lam).partial_fit(X[:10], y[:10], classes=[-1, 1])  # compile
+    ours = OnlineTrainer(loss="hinge", lam=lam, seed=0)
+    start = time.perf_counter()
+    ours.partial_fit(X, y, epochs=epochs)
+    ours_s = (time.perf_counter() - start) / epochs
+    theirs = SGDClassifier(loss="hinge", alpha=lam, fit_intercept=False, max_iter=epochs,
+                           tol=None, random_state=0)
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs.fit(X, y)
+    theirs_s = (time.perf_counter() - start) / epochs
+    return ours_s, theirs_s, ours.model().score(X, y), theirs.score(X, y)
+
+
+def ooc_epoch(store, cap_mb, lam, epochs):
+    """Run SGD epochs on ``store`` in a capped child after evicting it; parse its figures."""
+    subprocess.run([os.path.join(BIN, "evict"), store], check=True)
+    code = ("import sys, time; from streamssvm import OnlineTrainer; t = OnlineTrainer("
+            f"loss='hinge', lam={lam}); s = time.perf_counter(); t.partial_fit({store!r}, "
+            f"epochs={epochs}); print((time.perf_counter() - s) / {epochs})")
+    out = subprocess.run([os.path.join(BIN, "run-capped"), str(cap_mb), sys.executable, "-c",
+                          code], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr)
+    peak = [p.split("=")[1] for p in out.stderr.split() if p.startswith("peak_mb=")]
+    return float(out.stdout.split()[-1]), peak[0] if peak else "?"
+
+
+# per solver: options and a budget (iterations or epochs) that ends in about the same time
+BUDGETS = {"tron": {}, "newton": {}, "lbfgs": dict(max_iter=300), "gd": dict(max_iter=150),
+           "agd": dict(max_iter=100), "sgd": dict(max_iter=20), "pegasos": dict(max_iter=20),
+           "svrg": dict(max_iter=15), "saga": dict(max_iter=30), "sdca": dict(max_iter=30)}
+
+
+def solver_curves(X, y, loss, lam):
+    source = InMemorySource(X, y)
+    f_star = SOLVERS["tron"](SmoothSVMObjective(source, loss, lam), tol=1e-6).f
+    curves = {}
+    for name, options in BUDGETS.items():
+        objective = SmoothSVMObjective(source, loss, lam)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            result = SOLVERS[name](objective, tol=1e-4, **options)
+        points = [(h["passes"], h["seconds"], h["f"] - f_star) for h in result.history
+                  if h.get("f") is not None and h.get("accepted", True)]
+        curves[name] = points
+        print(f"  {name:8s} {result.n_iter:5d} it {result.passes:6d} passes "
+              f"{result.seconds:8.2f} s  (f - f*)/f* = {(result.f - f_star) / f_star:.2e}")
+    return f_star, curves
+
+
+def plot(curves, f_star, title, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for name, points in curves.items():
+        p = np.array(points)
+        gap = np.maximum(p[:, 2] / f_star, 1e-12)
+        style = "--" if name in STOCHASTIC else "-"
+        axes[0].semilogy(p[:, 0], gap, style, label=name)
+        axes[1].semilogy(p[:, 1], gap, style, label=name)
+    axes[0].set_xlabel("passes over the data")
+    axes[1].set_xlabel("seconds")
+    for ax in axes:
+        ax.set_ylabel("(f - f*) / f*")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[1].legend(ncol=2, fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--train", required=True)
+    p.add_argument("--lam", type=float, default=1e-5)
+    p.add_argument("--loss", default="psi_g:sigma=0.125")
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--ooc", metavar="STORE", help="store for the out-of-core SGD epoch")
+    p.add_argument("--cap-mb", type=int, default=500)
+    p.add_argument("--plot", metavar="PNG")
+    p.add_argument("--sections", default="a,b,c")
+    args = p.parse_args(argv)
+    sections = set(args.sections.split(","))
+    X, y = load(args.train)
+    print(f"{args.train}: {X.shape[0]} x {X.shape[1]}, {X.nnz} nonzeros, lambda {args.lam}")
+    if "a" in sections:
+        ours, theirs, acc_ours, acc_theirs = sgd_epochs(X, y, args.lam, args.epochs)
+        print(f"(a) SGD hinge epoch in memory: ours {ours:.4f} s, scikit-learn {theirs:.4f} s, "
+              f"ratio {ours / theirs:.2f}; training accuracy {acc_ours:.4f} / {acc_theirs:.4f}")
+    if "b" in sections and args.ooc:
+        size_mb = os.path.getsize(args.ooc) / 2**20
+        seconds, peak = ooc_epoch(args.ooc, args.cap_mb, args.lam, 1)
+        print(f"(b) SGD hinge epoch out of core: {args.ooc} ({size_mb:.0f} MB, "
+              f"{size_mb / args.cap_mb:.1f}x the {args.cap_mb} MB cap): {seconds:.2f} s, "
+              f"{size_mb / seconds:.0f} MB/s, peak {peak} MB")
+    if "c" in sections:
+        print(f"(c) objective {args.loss} by solver:")
+        f_star, curves = solver_curves(X, y, args.loss, args.lam)
+        if args.plot:
+            plot(curves, f_star, f"{os.path.basename(args.train)}, {args.loss}, "
+                 f"lambda = {args.lam:g}", args.plot)
+
+
+if __name__ == "__main__":
+    main()
