@@ -18,17 +18,23 @@ import scipy.sparse as sp
 from .data import InMemorySource, Store
 from .model import Model
 from .multiclass import class_weight_vector, train_one_vs_rest
+from .online import OnlineTrainer
 from .solvers import SOLVERS
 
 try:
     from sklearn.base import BaseEstimator, ClassifierMixin
     from sklearn.exceptions import NotFittedError
+    from sklearn.utils.metaestimators import available_if
     from sklearn.utils.multiclass import check_classification_targets
     from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
     HAVE_SKLEARN = True
 except ImportError:  # not installed, or older than 1.6 (no validate_data)
     HAVE_SKLEARN = False
+
+    def available_if(check):
+        """scikit-learn hides a method whose ``check`` fails; here the method checks itself."""
+        return lambda method: method
 
     class NotFittedError(ValueError, AttributeError):
         """The estimator is used before ``fit`` (scikit-learn's class of the same name)."""
@@ -65,8 +71,15 @@ except ImportError:  # not installed, or older than 1.6 (no validate_data)
             return float(np.average(self.predict(X) == np.asarray(y), weights=sample_weight))
 
 
+ONLINE_SOLVERS = ("sgd", "pegasos")  # what OnlineTrainer runs
+
+
 def _is_path(X):
     return isinstance(X, (str, os.PathLike))
+
+
+def _online_solver(estimator):
+    return estimator.solver in ONLINE_SOLVERS
 
 
 class SmoothSVC(ClassifierMixin, BaseEstimator):
@@ -127,7 +140,8 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
     Notes
     -----
     ``fit``, ``predict``, ``decision_function`` and ``score`` also take the path of a store
-    (``y=None``: the store holds the labels), streamed block by block.
+    (``y=None``: the store holds the labels), streamed block by block. ``partial_fit``
+    exists for ``solver="sgd"`` and ``"pegasos"``.
     """
 
     def __init__(self, loss="psi_g", sigma=None, lam=1e-5, solver="tron", tol=0.01,
@@ -184,10 +198,76 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         source = InMemorySource(X, y_index, classes=range(len(classes)))
         return self._fit_source(source, classes, y_index, sample_weight)
 
-    def _validate_fit(self, X, y):
+    @available_if(_online_solver)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One epoch of SGD / Pegasos over ``X``, continuing from the previous calls
+        (:class:`~streamssvm.OnlineTrainer`, one per binary problem).
+
+        Parameters
+        ----------
+        X : array or sparse matrix of shape (n_samples, n_features)
+        y : array of shape (n_samples,)
+        classes : array of shape (n_classes,)
+            Every label the calls will see; required on the first call unless ``fit`` ran
+            before (its ``classes_`` are taken; SGD still starts from zero, not from the
+            weights ``fit`` found: OnlineTrainer has no warm start).
+        sample_weight : None
+            The stochastic solvers take no weights (neither ``class_weight``).
+
+        Returns
+        -------
+        self
+        """
+        if not _online_solver(self):
+            raise ValueError(f"partial_fit needs solver in {ONLINE_SOLVERS}, got {self.solver!r}")
+        if sample_weight is not None or self.class_weight is not None:
+            raise ValueError("the stochastic solvers take no row weights (sample_weight, "
+                             "class_weight)")
+        first = not hasattr(self, "online_")
+        if first and classes is None:
+            if not hasattr(self, "classes_"):
+                raise ValueError("classes must be passed on the first call to partial_fit")
+            classes = self.classes_
+        X, y = self._validate_fit(X, y, reset=first, ensure_min_samples=1)
+        if first:
+            self.classes_ = np.unique(classes)
+            if len(self.classes_) < 2:
+                raise ValueError(f"classes must hold at least 2 labels, got {self.classes_}")
+            seed = _seed(self.random_state)
+            seed = np.random.default_rng().integers(2 ** 31 - 1) if seed is None else seed
+            self.online_ = [
+                OnlineTrainer(loss=self.loss, sigma=self.sigma, lam=self.lam, solver=self.solver,
+                              fit_intercept=self.fit_intercept,
+                              intercept_scaling=self.intercept_scaling, seed=seed + c)
+                for c in range(1 if len(self.classes_) == 2 else len(self.classes_))]
+        elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+            raise ValueError(f"classes {np.unique(classes)} differ from the first call's "
+                             f"{self.classes_}")
+        unknown = ~np.isin(y, self.classes_)
+        if np.any(unknown):
+            raise ValueError(f"label {y[unknown][0]} is not in classes {self.classes_}")
+        y_index = np.searchsorted(self.classes_, y)
+        k = len(self.classes_)
+        batch = InMemorySource(X, y_index, classes=range(k)).X  # canonical CSR, made once
+        for c, trainer in enumerate(self.online_):
+            positive = y_index == (1 if k == 2 else c)
+            trainer.partial_fit(InMemorySource(batch, np.where(positive, 1, -1), classes=(-1, 1)))
+        models = [trainer.model() for trainer in self.online_]
+        self.coef_ = np.stack([m.coef_ for m in models])
+        self.intercept_ = np.array([m.intercept_ for m in models])
+        self.n_iter_ = self.online_[0].epochs
+        self.n_features_in_ = X.shape[1]
+        numeric = np.issubdtype(self.classes_.dtype, np.number)
+        self.model_ = Model(self.coef_[0] if k == 2 else self.coef_,
+                            self.intercept_[0] if k == 2 else self.intercept_,
+                            self.classes_ if numeric else np.arange(k), models[0].params)
+        return self
+
+    def _validate_fit(self, X, y, reset=True, ensure_min_samples=2):
         if HAVE_SKLEARN:
-            X, y = validate_data(self, X, y, accept_sparse="csr",
-                                 dtype=[np.float64, np.float32], ensure_min_samples=2)
+            X, y = validate_data(self, X, y, accept_sparse="csr", reset=reset,
+                                 dtype=[np.float64, np.float32],
+                                 ensure_min_samples=ensure_min_samples)
             check_classification_targets(y)
             return X, y
         if y is None:
@@ -197,6 +277,9 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         y = np.asarray(y)
         if y.ndim != 1 or len(y) != X.shape[0]:
             raise ValueError(f"y has shape {y.shape}, expected ({X.shape[0]},)")
+        if not reset and X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input")
         self.n_features_in_ = X.shape[1]
         return X, y
 
@@ -217,6 +300,7 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         return weights * (n / total)  # the objective's 1/n then is 1/S
 
     def _fit_source(self, source, classes, y_index, sample_weight):
+        self.__dict__.pop("online_", None)  # a later partial_fit starts afresh
         n, k = source.n_samples, len(classes)
         row_weights = self._sample_weight(sample_weight, getattr(source, "X", None), n)
         class_weight = self.class_weight
