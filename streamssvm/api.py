@@ -9,7 +9,8 @@ import numpy as np
 from .data import BlockSource, InMemorySource, Store, StoreSet
 from .model import Model
 from .objective import SmoothSVMObjective
-from .solvers import SOLVERS, STOCHASTIC
+from .losses import get_loss
+from .solvers import SOLVERS, STOCHASTIC, choose_solver
 from .solvers.checkpoint import Checkpoint
 
 
@@ -68,11 +69,12 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     lam : float
         Regularisation strength lambda (LIBLINEAR's C = 1 / (lam * n)).
     solver : str
-        Second order: ``"tron"`` (trust-region Newton), ``"newton"`` (line search, LIBLINEAR
-        2.40's), ``"lbfgs"``; full gradient: ``"gd"``, ``"agd"`` (Nesterov); stochastic,
-        streaming the blocks in a seeded random order: ``"sgd"``, ``"pegasos"``,
-        ``"svrg"``, ``"saga"``, ``"sdca"`` (dual coordinate ascent through the loss
-        conjugate; no intercept).
+        ``"auto"``: SDCA for the hinge-like losses without intercept, else line-search
+        Newton (:func:`streamssvm.solvers.choose_solver`). Second order: ``"tron"``
+        (trust-region Newton), ``"newton"`` (line search, LIBLINEAR 2.40's), ``"lbfgs"``;
+        full gradient: ``"gd"``, ``"agd"`` (Nesterov); stochastic, streaming the blocks in
+        a seeded random order: ``"sgd"``, ``"pegasos"``, ``"svrg"``, ``"saga"``, ``"sdca"``
+        (dual coordinate ascent through the loss conjugate; no intercept).
     tol, abs_tol, liblinear_tol
         Stopping rule: ||grad L(w)|| <= tol ||grad L(0)|| (tol scaled by
         max(min(#pos, #neg), 1) / n if ``liblinear_tol``), or <= abs_tol. The stochastic
@@ -119,6 +121,9 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     -------
     Model
     """
+    if solver == "auto":
+        solver = choose_solver(get_loss(loss, sigma), fit_intercept, sample_weight is not None,
+                               client is not None)
     try:
         solve = SOLVERS[solver]
     except KeyError:

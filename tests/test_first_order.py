@@ -296,3 +296,15 @@ def test_every_solver_stops_on_time(data, solver):
     with pytest.warns(ConvergenceWarning, match="max_seconds reached"):
         result = SOLVERS[solver](_objective(_source(data)), tol=1e-12, max_seconds=0.0)
     assert result.message == "max_seconds reached" and result.n_iter == 0
+
+
+@pytest.mark.parametrize("loss,fit_intercept,expected", [
+    ("psi_g:sigma=0.015625", False, "sdca"), ("psi_g:sigma=0.125", False, "newton"),
+    ("psi_g:sigma=0.015625", True, "newton"), ("squared_hinge", False, "sdca"),
+    ("logistic", False, "newton"), ("hinge", True, "pegasos"), ("kh_hinge", False, "tron")])
+def test_auto_chooses_by_loss_and_intercept(data, loss, fit_intercept, expected):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = streamssvm.train_stream(*data, loss=loss, lam=LAM, solver="auto", max_iter=2,
+                                        fit_intercept=fit_intercept, progress=False)
+    assert model.params["solver"] == expected
