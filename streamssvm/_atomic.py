@@ -5,6 +5,11 @@ import errno
 import os
 
 
+# errors that mean the output did not fit, and how to say so
+NO_ROOM = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded",
+           errno.EFBIG: "file too large (the file system's or the process's size limit)"}
+
+
 @contextlib.contextmanager
 def atomic_output(path, overwrite=False):
     """Yield a temporary path beside ``path``; rename it onto ``path`` on success.
@@ -27,8 +32,9 @@ def atomic_output(path, overwrite=False):
     except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
-            raise OSError(errno.ENOSPC, "disk full while writing; nothing was written", path) from exc
+        if isinstance(exc, OSError) and exc.errno in NO_ROOM:
+            raise OSError(exc.errno, f"{NO_ROOM[exc.errno]} while writing; nothing was "
+                                     f"written", path) from exc
         raise
     dir_fd = os.open(directory, os.O_RDONLY)
     try:

@@ -15,6 +15,7 @@ from streamssvm import (InMemorySource, Model, Store, StoreError, convert_svmlig
                         train_one_vs_rest)
 from streamssvm.cli import main
 from streamssvm.data import OneVsRestView, write_store
+from streamssvm.data.checksum import attributes_checksum, checksum
 from streamssvm.multiclass import class_weight_vector
 from streamssvm.objective import SmoothSVMObjective
 
@@ -137,10 +138,9 @@ def test_damaged_multiclass_stores(tmp_path):
         labels = ds[...]
         labels[4] = 3
         ds[...] = labels
-        if "checksum" in ds.attrs:  # keep the dataset's checksum right: only the label is wrong
-            from streamssvm.data.checksum import checksum
-
-            ds.attrs["checksum"] = checksum(labels)
+        # keep the checksums right (block 2, dataset y): only the label is wrong
+        f["checksums"][2, 3] = checksum(labels)
+        f["checksums"].attrs["checksum"] = checksum(f["checksums"][...])
     with Store(path) as store:
         with pytest.raises(StoreError, match=r"m.h5: block 2: class index outside 0..2"):
             store.read_block(2)
@@ -148,6 +148,7 @@ def test_damaged_multiclass_stores(tmp_path):
             store.labels()
     with h5py.File(path, "r+") as f:
         f.attrs["version"] = 1
+        f.attrs["attributes_checksum"] = attributes_checksum(f.attrs)  # only the version wrong
     with pytest.raises(StoreError, match="3 classes in a version 1 store"):
         Store(path)
 

@@ -9,6 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 from streamssvm import InMemorySource, Store, StoreError, StoreWriter, convert_svmlight
+from streamssvm.data.checksum import attributes_checksum, checksum
 
 
 def random_csr(rng, n_rows=257, n_features=40, density=0.1, dtype=np.float64):
@@ -224,16 +225,21 @@ def test_newer_version_and_inconsistent_metadata(stored, tmp_path):
     shutil.copy(path, bad)
     with h5py.File(bad, "r+") as f:
         f.attrs["n_samples"] = 5
+        f.attrs["attributes_checksum"] = attributes_checksum(f.attrs)  # as a buggy writer would
     with pytest.raises(StoreError, match=f"{bad}: block offsets disagree"):
         Store(bad)
 
 
 def test_corrupt_block_contents(stored, tmp_path):
+    """Contents that pass the checksum (a writer's bug, say) meet the structural checks."""
     path = stored[0]
     bad = tmp_path / "bad.h5"
     shutil.copy(path, bad)
     with h5py.File(bad, "r+") as f:
-        f["blocks/00000001/indices"][0] = 10_000
+        indices = f["blocks/00000001/indices"]
+        indices[0] = 10_000
+        f["checksums"][1, 1] = checksum(indices[...])  # row: block, column: indptr, indices ..
+        f["checksums"].attrs["checksum"] = checksum(f["checksums"][...])
     with Store(bad) as store:
         store.read_block(0)
         with pytest.raises(StoreError, match=f"{bad}: block 1: column index outside"):

@@ -14,7 +14,7 @@ import zlib
 
 import numpy as np
 
-from .store import Store, StoreWriter, _block_name
+from .store import Store, StoreWriter
 from .svmlight import BlockParser, SvmlightFormatError, last_newline
 
 __all__ = ["convert_svmlight"]
@@ -103,12 +103,10 @@ def _shift_written_indices(writer):
     """Add 1 to the column indices of every block already in the writer's temporary file.
 
     Only ``zero_based="auto"`` needs this, when an index 0 shows up after blocks were
-    written one-based; StoreWriter has no public call for it, so this reaches into it.
+    written one-based; the writer's largest index is private, so this reaches into it.
     """
     for k in range(writer.n_blocks):
-        ds = writer._file[_block_name(k)]["indices"]
-        if ds.shape[0]:
-            ds[...] = ds[...] + 1
+        writer.rewrite(k, "indices", lambda indices: indices + 1)
     if writer._max_index >= 0:
         writer._max_index += 1
 
@@ -169,7 +167,8 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
     compression_level : int, optional
         gzip level, 1-9.
     fletcher32 : bool
-        Store HDF5 checksums with every block.
+        Also store HDF5's Fletcher-32 checksums (the store's own checksums, verified on
+        every read, are always written).
     overwrite : bool
         Replace an existing ``dst``; otherwise FileExistsError.
     progress : bool

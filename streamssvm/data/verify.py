@@ -1,0 +1,103 @@
+"""Check a whole store: every block's checksum and structure, and the metadata.
+
+Reading a block during training already verifies its checksum and what the kernels index
+(:meth:`Store.read_block`); :func:`verify_store` does that for every block without
+stopping at the first problem, and adds the checks a training pass does not pay for:
+finite values, strictly increasing indices within each row, label counts against the
+metadata.
+"""
+
+import json
+import math
+
+import numpy as np
+
+from .store import Store, StoreError
+
+__all__ = ["verify_store"]
+
+
+def _metadata_problems(store):
+    """What is wrong with the root attributes and offsets (``Store`` checked the rest)."""
+    problems = []
+    meta = store.metadata
+    where = f"{store.path}: metadata"
+    for name, offsets, total in (("row_offsets", store.row_offsets, store.n_samples),
+                                 ("nnz_offsets", store.nnz_offsets, store.nnz)):
+        if offsets[0] != 0 or np.any(np.diff(offsets) < 0):
+            problems.append(f"{where}: {name} do not rise from 0 to {total}")
+    if store.n_features < 0 or store.n_samples < 0:
+        problems.append(f"{where}: negative shape {store.n_samples} x {store.n_features}")
+    if len(set(store.classes)) != len(store.classes) or len(store.classes) < 2 or not all(
+            math.isfinite(c) for c in store.classes):
+        problems.append(f"{where}: classes {store.classes} are not distinct finite values")
+    if store.value_dtype not in (np.float32, np.float64):
+        problems.append(f"{where}: value type {store.value_dtype} is not float32/float64")
+    if not isinstance(meta["options"], dict):
+        problems.append(f"{where}: options {meta['options']!r} is not a JSON object")
+    return problems
+
+
+def _block_problems(store, block):
+    """What :func:`_check_block` leaves to this pass: values, index order within rows."""
+    problems = []
+    where = f"{store.path}: block {block.index}"
+    if block.nnz and not np.all(np.isfinite(block.data)):
+        problems.append(f"{where}: {np.count_nonzero(~np.isfinite(block.data))} values are "
+                        f"NaN or infinite")
+    starts = np.zeros(len(block.indices), bool)
+    starts[block.indptr[:-1][np.diff(block.indptr) > 0]] = True  # first entry of each row
+    steps = np.diff(block.indices.astype(np.int64))
+    bad = np.flatnonzero((steps <= 0) & ~starts[1:])
+    if len(bad):
+        row = int(np.searchsorted(block.indptr, bad[0] + 1, side="right")) - 1
+        problems.append(f"{where}: column indices not strictly increasing in {len(bad)} "
+                        f"places (first in row {block.row_start + row})")
+    return problems
+
+
+def verify_store(path):
+    """Read every block of the store at ``path`` and check everything the format promises.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    problems : list of str
+        One line per problem, naming the file and the block; empty if the store is sound.
+    summary : dict
+        ``n_blocks``, ``n_samples``, ``n_features``, ``nnz``, ``checksums`` (whether the
+        store has them; without, changed values cannot be detected), ``blocks_read``
+        (blocks that passed every check).
+    """
+    try:
+        store = Store(path)
+    except StoreError as exc:
+        return [str(exc)], {"blocks_read": 0}
+    with store:
+        problems = _metadata_problems(store)
+        multiclass = len(store.classes) > 2
+        expected = store.class_counts() if multiclass else np.array(store.label_counts())
+        counts = np.zeros(len(store.classes), np.int64)
+        good = 0
+        for k in range(store.n_blocks):
+            try:
+                block = store.read_block(k)
+            except StoreError as exc:
+                problems.append(str(exc))
+                continue
+            found = _block_problems(store, block)
+            problems += found
+            good += not found
+            labels = block.y if multiclass else (block.y > 0).astype(np.int64)
+            counts += np.bincount(labels, minlength=len(counts))[:len(counts)]
+        if good == store.n_blocks and not np.array_equal(counts, expected):
+            problems.append(f"{store.path}: metadata: rows per class {expected.tolist()} "
+                            f"but the blocks hold {counts.tolist()}")
+        summary = {"n_blocks": store.n_blocks, "n_samples": store.n_samples,
+                   "n_features": store.n_features, "nnz": store.nnz,
+                   "checksums": store.checksums, "blocks_read": good,
+                   "options": json.dumps(store.metadata["options"], sort_keys=True)}
+    return problems, summary

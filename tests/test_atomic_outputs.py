@@ -1,0 +1,178 @@
+"""Outputs appear whole or not at all: stores, models and predictions when the disk fills up,
+and conversions killed with SIGKILL.
+
+A full disk is made two ways: a file size limit (RLIMIT_FSIZE, set in a child process:
+writes past it fail with EFBIG, no privileges needed), swept over many sizes so that
+writing fails at every stage (file creation, blocks, metadata, closing); and, where this
+process may mount one, a real 64 KiB tmpfs (ENOSPC).
+"""
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from streamssvm import Store, convert_svmlight
+from streamssvm.cli import main
+from streamssvm.data.verify import verify_store
+from streamssvm.model import Model
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "tools"))
+kill_convert = importlib.import_module("kill_convert")
+
+# Runs each write of argv[1] (a JSON list of [operation, limit]) under a file size limit and
+# prints one JSON line per write: the error (errno and message) or None, and the folder.
+CHILD = r"""
+import contextlib, hashlib, io, json, os, resource, signal, sys
+import numpy as np
+from streamssvm import Store, convert_svmlight
+from streamssvm.data.store import write_store
+from streamssvm.cli import main
+from streamssvm.model import Model
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+work, src, store, model = sys.argv[2:6]
+out = os.path.join(work, "out")
+unlimited = resource.RLIM_INFINITY
+# compile (and cache) every kernel before any limit: numba's cache files are writes too
+convert_svmlight(src, os.path.join(work, "warm.h5"), progress=False)
+with contextlib.redirect_stdout(io.StringIO()):
+    main(["predict", model, store, "-o", os.path.join(work, "warm.txt")])
+for operation, limit in json.loads(sys.argv[1]):
+    for name in os.listdir(out):
+        if name != "keep":
+            os.unlink(os.path.join(out, name))
+    keep = open(os.path.join(out, "keep"), "rb").read()
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, unlimited))
+    error, status, stderr = None, None, io.StringIO()
+    try:
+        if operation == "convert":
+            convert_svmlight(src, os.path.join(out, "store.h5"), progress=False, block_nnz=500)
+        elif operation == "convert over":
+            convert_svmlight(src, os.path.join(out, "keep"), progress=False, block_nnz=500,
+                             overwrite=True)
+        elif operation == "write_store":
+            with Store(store) as source:
+                write_store(os.path.join(out, "copy.h5"), source)
+        elif operation == "save":
+            Model(np.linspace(-1, 1, 20000), 0.5, (-1.0, 1.0)).save(os.path.join(out, "m.npz"))
+        else:
+            with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+                status = main(["predict", model, store, "-o", os.path.join(out, "p.txt")])
+    except OSError as exc:
+        error = [exc.errno, str(exc)]
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (unlimited, unlimited))
+    kept = keep == open(os.path.join(out, "keep"), "rb").read()
+    print(json.dumps({"operation": operation, "limit": limit, "error": error, "status": status,
+                      "stderr": stderr.getvalue(), "files": sorted(os.listdir(out)),
+                      "kept": kept}))
+"""
+
+
+@pytest.fixture
+def inputs(tmp_path, make_svmlight):
+    src = tmp_path / "train.svm"
+    src.write_bytes(make_svmlight(np.random.default_rng(4), 3000, 300, density=0.02))
+    store = tmp_path / "train.h5"
+    convert_svmlight(src, store, progress=False, block_nnz=500)
+    model = tmp_path / "model.npz"
+    Model(np.linspace(-1, 1, 300), 0.1, (-1.0, 1.0)).save(model)
+    (tmp_path / "out").mkdir()
+    return src, store, model
+
+
+def test_writes_past_a_size_limit_fail_cleanly(tmp_path, inputs, python_env):
+    src, store, model = inputs
+    keep = tmp_path / "out" / "keep"
+    convert_svmlight(src, keep, progress=False, block_rows=7)  # an older store to replace
+    sizes = {"convert": os.path.getsize(store), "convert over": os.path.getsize(store),
+             "write_store": os.path.getsize(store), "save": 170_000, "predict": 25_000}
+    plan = [(operation, limit) for operation, size in sizes.items()
+            for limit in [0, 1, 100, 700, 4096] + [int(size * f) for f in
+                                                   (0.1, 0.3, 0.5, 0.7, 0.9, 0.99, 1.5)]]
+    run = subprocess.run([sys.executable, "-c", CHILD, json.dumps(plan), str(tmp_path),
+                          str(src), str(store), str(model)],
+                         env=python_env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    results = [json.loads(line) for line in run.stdout.splitlines()]
+    assert len(results) == len(plan)
+    failed = set()
+    for r in results:
+        out = tmp_path / "out"
+        kept = ["keep"] if r["operation"] != "convert over" else []
+        if r["error"] is None and r["status"] in (None, 0):
+            written = {"convert": "store.h5", "convert over": "keep", "write_store": "copy.h5",
+                       "save": "m.npz", "predict": "p.txt"}[r["operation"]]
+            assert r["files"] == sorted(kept + [written]), r
+            continue
+        failed.add(r["operation"])
+        # the error says what happened to which file, and nothing is left behind
+        assert r["files"] == ["keep"] and r["kept"], r
+        if r["operation"] == "predict":
+            assert r["status"] == 1 and r["stderr"] == (
+                f"streamssvm: error: {out / 'p.txt'}: file too large (the file system's or "
+                f"the process's size limit) while writing; nothing was written\n"), r
+        else:
+            assert r["error"][0] == 27 and "file too large" in r["error"][1], (r["operation"], r)
+            assert "nothing was written" in r["error"][1] and str(out) in r["error"][1], r
+    assert failed == set(sizes)  # every kind of write met the limit at some size
+    # the last conversion over the old store had room: the store is the new one, whole
+    problems, _ = verify_store(keep)
+    assert problems == []
+    with Store(keep) as new, Store(store) as reference:
+        assert new.n_blocks == reference.n_blocks and new.nnz == reference.nnz
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    mountpoint = tmp_path / "tmpfs"
+    mountpoint.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs",
+                              str(mountpoint)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs privileges); the size-limit test "
+                    "covers the same paths with EFBIG")
+    try:
+        yield mountpoint
+    finally:
+        subprocess.run(["umount", "-l", str(mountpoint)], check=True)
+
+
+def test_a_full_disk_leaves_nothing_behind(small_tmpfs, inputs, capsys):
+    src, store, model = inputs
+    with pytest.raises(OSError, match="disk full while writing; nothing was written") as info:
+        convert_svmlight(src, small_tmpfs / "store.h5", progress=False)
+    assert info.value.errno == 28 and info.value.filename == str(small_tmpfs / "store.h5")
+    with pytest.raises(OSError, match="disk full while writing") as info:
+        Model(np.zeros(100_000), 0.0, (-1.0, 1.0)).save(small_tmpfs / "m.npz")
+    assert info.value.errno == 28
+    assert os.listdir(small_tmpfs) == []
+    with open(small_tmpfs / "filler", "wb") as fh:  # 4 KiB left: too little for the predictions
+        fh.write(b"\0" * (64 * 1024 - 4096))
+    assert main(["predict", str(model), str(store), "-o", str(small_tmpfs / "p.txt"),
+                 "--decision"]) == 1
+    assert capsys.readouterr().err == (f"streamssvm: error: {small_tmpfs / 'p.txt'}: disk full "
+                                       f"while writing; nothing was written\n")
+    assert os.listdir(small_tmpfs) == ["filler"]
+
+
+def test_conversions_killed_leave_the_old_store_or_the_new_one(tmp_path, make_svmlight, capsys):
+    src = tmp_path / "big.svm"
+    src.write_bytes(make_svmlight(np.random.default_rng(5), 20000, 2000, density=0.01))
+    old = tmp_path / "old.svm"
+    old.write_bytes(make_svmlight(np.random.default_rng(6), 500, 50))
+    work = tmp_path / "work"
+    work.mkdir()
+    counts, leftovers, duration = kill_convert.run(src, old, work, 24, seed=3)
+    with capsys.disabled():
+        print(f"\n24 conversions killed (uninterrupted: {duration:.2f} s): {dict(counts)}, "
+              f"{leftovers} temporary files left")
+    assert counts["PARTIAL"] == 0
+    assert counts["killed, old store intact"] + counts["killed, no store"] >= 8
+    assert leftovers <= counts["killed, old store intact"] + counts["killed, no store"]

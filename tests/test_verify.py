@@ -1,0 +1,212 @@
+"""Checksums of stores and ``streamssvm verify``: flipped bytes are caught and blamed on their
+block before a kernel sees them; verify checks a whole file, one line per problem."""
+
+import importlib
+import os
+import shutil
+import sys
+
+import h5py
+import numpy as np
+import pytest
+
+from streamssvm import Store, StoreError, convert_svmlight, train_stream
+from streamssvm.cli import main
+from streamssvm.data.store import BLOCK_DATASETS, write_store
+from streamssvm.data.verify import verify_store
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "tools"))
+corrupt_store = importlib.import_module("corrupt_store")
+
+
+@pytest.fixture
+def store_path(tmp_path, make_svmlight):
+    src = tmp_path / "train.svm"
+    src.write_bytes(make_svmlight(np.random.default_rng(3), 2000, 200, density=0.05))
+    path = tmp_path / "train.h5"
+    convert_svmlight(src, path, block_nnz=3000, progress=False)
+    return path
+
+
+def documented_checksum(raw):
+    """docs/FORMAT.md's numpy recipe, on the bytes as stored."""
+    w = np.frombuffer(raw.ljust(-(-len(raw) // 8) * 8, b"\0"), "<u8")
+    return [w.sum(dtype=np.uint64), (w * np.arange(len(w), 0, -1, dtype=np.uint64)).sum()]
+
+
+def documented_attributes_checksum(attrs):
+    """docs/FORMAT.md's recipe for ``attributes_checksum``."""
+    raw = b"".join(name.encode() + b"\0" + (value.encode() if isinstance(value, str) else
+                                            np.asarray(value).tobytes()) + b"\0"
+                   for name, value in sorted(attrs.items()) if name != "attributes_checksum")
+    return documented_checksum(raw)
+
+
+def flip(path, position, bit=3):
+    corrupt_store.flip_bit(path, position, bit)
+
+
+def rewrite_with_checksum(f, k, name, values):
+    """Change a dataset the way a buggy writer would: new values, matching checksums."""
+    ds = f[f"blocks/{k:08d}/{name}"]
+    ds[...] = values
+    table = f["checksums"]
+    table[k, BLOCK_DATASETS.index(name)] = documented_checksum(ds[...].tobytes())
+    table.attrs["checksum"] = documented_checksum(table[...].tobytes())
+
+
+def test_checksums_follow_the_documented_formula(store_path):
+    with h5py.File(store_path, "r") as f:
+        assert f.attrs["checksum"] == "fletcher64"
+        n_blocks = int(f.attrs["n_blocks"])
+        assert n_blocks >= 6 and f["checksums"].shape == (n_blocks, 4, 2)
+        for k in range(n_blocks):
+            for j, name in enumerate(BLOCK_DATASETS):
+                raw = f[f"blocks/{k:08d}/{name}"][...].tobytes()
+                assert f["checksums"][k, j].tolist() == documented_checksum(raw)
+        for name in ("row_offsets", "nnz_offsets", "checksums"):
+            assert f[name].attrs["checksum"].tolist() == documented_checksum(f[name][...].tobytes())
+        assert f.attrs["attributes_checksum"].tolist() == documented_attributes_checksum(f.attrs)
+
+
+def test_verify_accepts_a_sound_store(store_path, capsys):
+    problems, summary = verify_store(store_path)
+    assert problems == [] and summary["checksums"] and summary["blocks_read"] == summary["n_blocks"]
+    assert main(["verify", str(store_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{store_path}: ok, ") and "checksums verified" in out
+
+
+def test_a_flip_in_any_block_dataset_is_blamed_on_it(store_path, tmp_path, capsys):
+    bad = tmp_path / "bad.h5"
+    extents = corrupt_store.dataset_extents(store_path)
+    assert {name for _, name, _, _ in extents} == set(BLOCK_DATASETS)
+    rng = np.random.default_rng(0)
+    for k, name, offset, length in extents:
+        shutil.copyfile(store_path, bad)
+        flip(bad, offset + int(rng.integers(length)), bit=int(rng.integers(8)))
+        expected = f"{bad}: block {k}: dataset {name} does not match its checksum"
+        with Store(bad) as store:
+            with pytest.raises(StoreError, match=expected):
+                store.read_block(k)
+            for other in range(store.n_blocks):
+                if other != k:
+                    store.read_block(other)
+        problems, summary = verify_store(bad)
+        assert len(problems) == 1 and problems[0].startswith(expected), problems
+        assert summary["blocks_read"] == summary["n_blocks"] - 1
+        assert main(["verify", str(bad)]) == 1
+        assert capsys.readouterr().out.splitlines() == [problems[0], f"{bad}: 1 problem"]
+
+
+def test_training_stops_at_the_corrupt_block(store_path, tmp_path):
+    bad = tmp_path / "bad.h5"
+    shutil.copyfile(store_path, bad)
+    k, name, offset, length = corrupt_store.dataset_extents(store_path)[4 * 3 + 2]  # block 3 data
+    flip(bad, offset + length // 2)
+    with pytest.raises(StoreError, match=f"{bad}: block 3: dataset data does not match"):
+        train_stream(str(bad), loss="squared_hinge", lam=1e-3, progress=False)
+
+
+def test_random_flips_are_detected_or_harmless(store_path, capsys):
+    """Single-bit flips anywhere in the file: every one is caught (naming a block, or the
+    file's metadata) or falls in unused bytes and changes nothing; none is silent."""
+    counts, failures = corrupt_store.run(store_path, 150, "anywhere", seed=1)
+    assert failures == []
+    assert set(counts) <= {"detected: block", "detected: file", "harmless"}
+    assert counts["detected: block"] > 100
+    with capsys.disabled():
+        print(f"\n150 random single-bit flips in a {os.path.getsize(store_path):,}-byte store: "
+              f"{dict(counts)}")
+    counts, failures = corrupt_store.run(store_path, 40, "data", seed=2)
+    assert failures == [] and counts == {"detected: block": 40}
+
+
+def test_stores_without_checksums_still_read(store_path, tmp_path, capsys):
+    old = tmp_path / "old.h5"
+    with Store(store_path) as store:
+        write_store(old, store, checksums=False)
+    with h5py.File(old, "r") as f:
+        assert "checksum" not in f.attrs and "checksums" not in f
+    with Store(old) as store, Store(store_path) as new:
+        assert not store.checksums and new.checksums
+        for k in range(store.n_blocks):
+            a, b = store.read_block(k), new.read_block(k)
+            assert np.array_equal(a.data, b.data) and np.array_equal(a.indices, b.indices)
+    problems, summary = verify_store(old)
+    assert problems == [] and not summary["checksums"]
+    assert main(["verify", str(old)]) == 0
+    assert "no checksums" in capsys.readouterr().out
+
+
+def test_verify_reports_each_structural_problem(store_path, tmp_path, capsys):
+    """Damage that matches its checksums (a writer's bug) is found by the other checks."""
+    bad = tmp_path / "bad.h5"
+    shutil.copyfile(store_path, bad)
+    with h5py.File(bad, "r+") as f:
+        data = f["blocks/00000001/data"][...]
+        data[5] = np.nan
+        rewrite_with_checksum(f, 1, "data", data)
+        indptr = f["blocks/00000002/indptr"][...]
+        indices = f["blocks/00000002/indices"][...]
+        row = int(np.flatnonzero(np.diff(indptr) >= 2)[0])
+        a = indptr[row]
+        indices[a], indices[a + 1] = indices[a + 1], indices[a]
+        rewrite_with_checksum(f, 2, "indices", indices)
+        y = f["blocks/00000004/y"][...]
+        y[0] = 0
+        rewrite_with_checksum(f, 4, "y", y)
+    problems, _ = verify_store(bad)
+    assert len(problems) == 3, problems
+    assert problems[0].startswith(f"{bad}: block 1: 1 values are NaN or infinite")
+    assert problems[1].startswith(f"{bad}: block 2: column indices not strictly increasing")
+    assert problems[2] == f"{bad}: block 4: labels other than -1/+1"
+    assert main(["verify", str(bad)]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == f"{bad}: 3 problems"
+    # with every block sound, the label counts are compared with the metadata
+    shutil.copyfile(store_path, bad)
+    with h5py.File(bad, "r+") as f:
+        f.attrs["n_positive"] = f.attrs["n_positive"] + 1
+        f.attrs["attributes_checksum"] = documented_attributes_checksum(f.attrs)
+        n_positive = int(f.attrs["n_positive"])
+        n_negative = int(f.attrs["n_samples"]) - n_positive
+    problems, _ = verify_store(bad)
+    assert problems == [f"{bad}: metadata: rows per class {[n_negative, n_positive]} but the "
+                        f"blocks hold {[n_negative + 1, n_positive - 1]}"]
+
+
+def test_damaged_metadata_is_named(store_path, tmp_path):
+    bad = tmp_path / "bad.h5"
+    shutil.copyfile(store_path, bad)
+    with h5py.File(bad, "r+") as f:
+        f["checksums"][0, 0, 0] += np.uint64(1)
+    with pytest.raises(StoreError, match=f"{bad}: metadata: dataset checksums does not match"):
+        Store(bad)
+    shutil.copyfile(store_path, bad)
+    with h5py.File(bad, "r+") as f:
+        f["nnz_offsets"][1] += 1
+    with pytest.raises(StoreError, match=f"{bad}: metadata: dataset nnz_offsets does not match"):
+        Store(bad)
+    shutil.copyfile(store_path, bad)
+    with h5py.File(bad, "r+") as f:
+        f.attrs["n_features"] = f.attrs["n_features"] + 1
+    with pytest.raises(StoreError, match=f"{bad}: metadata: the file's attributes do not match"):
+        Store(bad)
+    shutil.copyfile(store_path, bad)
+    with h5py.File(bad, "r+") as f:
+        f.attrs["checksum"] = "sha3"
+    with pytest.raises(StoreError, match="unknown checksum 'sha3'"):
+        Store(bad)
+    problems, _ = verify_store(bad)
+    assert problems == [f"{bad}: unknown checksum 'sha3' (this library verifies 'fletcher64')"]
+
+
+def test_verify_on_what_is_not_a_store(tmp_path, capsys):
+    text = tmp_path / "train.svm"
+    text.write_text("1 1:1\n")
+    assert main(["verify", str(text)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"{text}: not a readable HDF5 store") and out[1] == f"{text}: 1 problem"
+    assert main(["verify", str(tmp_path / "missing.h5")]) == 1
+    assert "missing.h5: No such file or directory" in capsys.readouterr().err
