@@ -7,6 +7,7 @@ To add a subcommand, write ``_add_NAME(subparsers)`` (its arguments, and
 """
 
 import argparse
+import contextlib
 import errno
 import os
 import sys
@@ -202,7 +203,8 @@ def _add_train(subparsers):
     p = subparsers.add_parser(
         "train", help="train a linear classifier on a store",
         description="Minimise lambda/2 ||w||^2 + (1/n) sum psi(y_i w.x_i), streaming the store.")
-    p.add_argument("store", metavar="STORE")
+    p.add_argument("store", metavar="STORE", nargs="+",
+                   help="a store; several (same width and labels) are read as one")
     p.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file (.npz)")
     p.add_argument("--loss", default="psi_g",
                    help=f"{', '.join(LOSS_NAMES)}, or NAME:key=value,... (default %(default)s)")
@@ -241,6 +243,10 @@ def _add_train(subparsers):
                    help="continue from the --checkpoint file (ends at the model an "
                         "uninterrupted run would give)")
     p.add_argument("--threads", type=_positive_int, help="kernel threads (default: all cores)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="train on the workers of this Dask scheduler (e.g. tcp://host:8786): "
+                        "each opens its blocks of the stores by the same paths (a shared "
+                        "filesystem; docs/DISTRIBUTED.md); needs streamssvm[dask]")
     p.add_argument("--overwrite", action="store_true", help="replace MODEL if it exists")
     p.add_argument("--quiet", action="store_true", help="no progress bars, no summary")
     p.set_defaults(func=cmd_train)
@@ -283,18 +289,41 @@ def _solver_options(args):
     return options
 
 
+@contextlib.contextmanager
+def _dask_client(address):
+    """A client of the Dask scheduler at ``address``, or None without one."""
+    if address is None:
+        yield None
+        return
+    try:
+        from distributed import Client
+    except ImportError:
+        raise ValueError("--scheduler needs dask[distributed]: "
+                         "pip install 'streamssvm[dask]'") from None
+    try:
+        client = Client(address)
+    except OSError as exc:
+        raise ValueError(f"cannot reach the Dask scheduler at {address}: {exc}") from exc
+    with client:
+        yield client
+
+
 def cmd_train(args):
     from .multiclass import train_one_vs_rest
 
+    if len(args.store) == 1:
+        args.store = args.store[0]
     if os.path.exists(args.output) and not args.overwrite:
         raise FileExistsError(errno.EEXIST, "exists (pass --overwrite to replace it)", args.output)
     options = dict(_solver_options(args), **_checkpoint_options(args))
-    model = train_one_vs_rest(args.store, class_weight=args.class_weight, loss=args.loss,
-                              sigma=args.sigma, sigma_path=args.sigma_path, lam=args.lam,
-                              solver=args.solver, tol=args.tol, abs_tol=args.abs_tol,
-                              liblinear_tol=args.liblinear_tol, max_iter=args.max_iter,
-                              fit_intercept=args.intercept, n_threads=args.threads,
-                              progress=not args.quiet, **options)
+    with _dask_client(args.scheduler) as client:
+        model = train_one_vs_rest(args.store, class_weight=args.class_weight, loss=args.loss,
+                                  sigma=args.sigma, sigma_path=args.sigma_path, lam=args.lam,
+                                  solver=args.solver, tol=args.tol, abs_tol=args.abs_tol,
+                                  liblinear_tol=args.liblinear_tol, max_iter=args.max_iter,
+                                  fit_intercept=args.intercept, n_threads=args.threads,
+                                  progress=not args.quiet, client=client,
+                                  **options)
     model.save(args.output, overwrite=args.overwrite)
     if not args.quiet:
         p = model.params

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 distributed = pytest.importorskip("distributed")
+import dask  # noqa: E402  (installed with distributed)
 
 from streamssvm import InMemorySource, Store, StoreError, convert_svmlight  # noqa: E402
 from streamssvm.data import write_store  # noqa: E402
@@ -102,15 +103,15 @@ def test_oracle_calls_match_the_local_objective(a9a_stores, client):
         mine = DaskObjective(stores, "psi_m", LAM, sigma=0.25, **options)
         ref = SmoothSVMObjective(store, "psi_m", LAM, sigma=0.25, **options)
         w, v, s = (rng.standard_normal(124) * 0.2 for _ in range(3))
-        a, b = mine.evaluate(w), mine.evaluate(v)
+        # the local calls first: the workers then load the kernels numba cached for them
         a_ref, b_ref = ref.evaluate(w), ref.evaluate(v)
-        np.testing.assert_allclose(a.f, a_ref.f, rtol=1e-13)
-        np.testing.assert_allclose(a.grad, a_ref.grad, rtol=1e-12, atol=1e-15)
-        np.testing.assert_allclose(mine.hessp(a, s), ref.hessp(a_ref, s), rtol=1e-12, atol=1e-15)
-        np.testing.assert_allclose(mine.hess_diag(b), ref.hess_diag(b_ref), rtol=1e-12)
-        np.testing.assert_allclose(mine.value(v), ref.value(v), rtol=1e-13)
-        np.testing.assert_allclose(mine.value_on_segment(a, b, 0.3),
-                                   ref.value_on_segment(a_ref, b_ref, 0.3), rtol=1e-13)
+        expected = [a_ref.f, a_ref.grad, ref.hessp(a_ref, s), ref.hess_diag(b_ref),
+                    ref.value(v), ref.value_on_segment(a_ref, b_ref, 0.3)]
+        a, b = mine.evaluate(w), mine.evaluate(v)
+        got = [a.f, a.grad, mine.hessp(a, s), mine.hess_diag(b), mine.value(v),
+               mine.value_on_segment(a, b, 0.3)]
+        for value, reference in zip(got, expected):
+            np.testing.assert_allclose(value, reference, rtol=1e-12, atol=1e-15)
         assert (mine.passes, mine.cached_sweeps) == (ref.passes, ref.cached_sweeps) == (5, 0)
 
 
@@ -183,3 +184,41 @@ def test_a_different_file_under_the_same_path_is_refused(a9a_stores, client, tmp
             with pytest.raises(StoreError, match="moving.h5 on worker .* is not the file the "
                                                  "driver opened"):
                 DaskObjective(stores, "psi_g", LAM).evaluate(np.zeros(123))
+
+
+def test_train_distributed_and_the_cli_give_the_local_model(a9a_stores, client, tmp_path):
+    from streamssvm import Model, train_stream
+    from streamssvm.cli import main
+    from streamssvm.distributed import train_distributed
+
+    full, halves = a9a_stores
+    client.wait_for_workers(2, timeout=60)
+    reference = train_stream(full, lam=LAM, progress=False)
+    for model in (train_distributed(halves, client, lam=LAM, progress=False),
+                  train_stream(halves, lam=LAM, progress=False)):  # locally, as one source
+        assert model.params["passes"] == reference.params["passes"]
+        error = np.linalg.norm(model.coef_ - reference.coef_) / np.linalg.norm(reference.coef_)
+        assert error <= 1e-8, error
+    out = tmp_path / "model.npz"
+    assert main(["train", *halves, "--scheduler", client.scheduler.address, "--lam", str(LAM),
+                 "-o", str(out), "--quiet"]) == 0
+    loaded = Model.load(out)
+    error = np.linalg.norm(loaded.coef_ - reference.coef_) / np.linalg.norm(reference.coef_)
+    assert error <= 1e-8, error
+    assert list(loaded.classes_) == list(reference.classes_)
+
+
+def test_what_cannot_run_on_workers_is_refused(a9a_stores, client, capsys):
+    from streamssvm import train_stream
+    from streamssvm.cli import main
+
+    full, _ = a9a_stores
+    with pytest.raises(ValueError, match="solver 'sgd' reads the blocks itself"):
+        train_stream(full, solver="sgd", client=client)
+    with pytest.raises(ValueError, match="training with a Dask client needs stores"):
+        train_stream(np.eye(3), np.array([1, -1, 1]), client=client)
+    with pytest.raises(ValueError, match="sample_weight is not supported across Dask workers"):
+        train_stream(full, sample_weight=np.ones(32561), client=client)
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        assert main(["train", full, "--scheduler", "tcp://127.0.0.1:9", "-o", "never.npz"]) == 1
+    assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in capsys.readouterr().err

@@ -21,7 +21,8 @@ class StoreSet(BlockSource):
     ----------
     parts : str, path-like, or sequence of paths or of ``(path, first, stop)``
         Whole stores, or blocks ``first .. stop - 1`` of a store (``stop`` None: to the
-        end). All stores must have the same width and the same label map.
+        end). All stores must have the same width and the same label map. An open Store
+        or StoreSet stands for its files (opened again).
 
     Attributes
     ----------
@@ -30,7 +31,11 @@ class StoreSet(BlockSource):
     """
 
     def __init__(self, parts):
-        if isinstance(parts, (str, os.PathLike)):
+        if isinstance(parts, StoreSet):
+            parts = parts.pieces
+        elif isinstance(parts, Store):
+            parts = [parts.path]
+        elif isinstance(parts, (str, os.PathLike)):
             parts = [parts]
         if not isinstance(parts, (list, tuple)) or not parts:
             raise ValueError(f"stores: a path or a non-empty list of paths, got "

@@ -10,5 +10,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from .objective import DaskObjective
 from .stores import DaskStores, PointHandle, WorkerLostError
+from .train import train_distributed
 
-__all__ = ["DaskObjective", "DaskStores", "PointHandle", "WorkerLostError"]
+__all__ = ["DaskObjective", "DaskStores", "PointHandle", "WorkerLostError",
+           "train_distributed"]
