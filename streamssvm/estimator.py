@@ -284,9 +284,10 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         return X, y
 
     def _sample_weight(self, sample_weight, X, n):
+        """Checked weights scaled to sum to n; ``X`` the matrix, None for a store."""
         if sample_weight is None:
             return None
-        if HAVE_SKLEARN and not _is_path(X):
+        if HAVE_SKLEARN and X is not None:
             weights = _check_sample_weight(sample_weight, X, dtype=np.float64,
                                            ensure_non_negative=True)
         else:

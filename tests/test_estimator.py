@@ -98,8 +98,14 @@ def test_store_path_equals_arrays(tmp_path, digits, classes):
                                on_arrays.decision_function(X_test), rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(on_store.predict(test), on_arrays.predict(X_test))
     assert on_store.score(test) == on_arrays.score(X_test, y_test) > 0.9
+    weights = np.linspace(0.5, 2.0, len(y))
+    np.testing.assert_allclose(SmoothSVC(**options).fit(path, sample_weight=weights).coef_,
+                               SmoothSVC(**options).fit(X, y, sample_weight=weights).coef_,
+                               rtol=1e-10, atol=1e-13)
     with pytest.raises(ValueError, match="store path"):
         SmoothSVC().fit(path, y)
+    with pytest.raises(ValueError, match="sample_weight must be"):
+        SmoothSVC().fit(path, sample_weight=weights[:-1])
 
 
 @pytest.mark.parametrize("class_weight", [None, {0: 4.0, 1: 0.5}, "balanced"])
