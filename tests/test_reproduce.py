@@ -195,7 +195,13 @@ def test_the_tables_hold_the_numbers_of_the_json(tool_output):
     for row, run in zip(convergence[1:], results["convergence"]["runs"]):
         assert row[0] == run["loss"] and row[2] == run["forcing"]
         assert int(row[3]) == len(run["history"]) - 1
-        assert float(row[7]) == pytest.approx(run["history"][-1]["grad_norm"], rel=0.01)
+        g = [h["grad_norm"] for h in run["history"]]
+        assert float(row[7]) == pytest.approx(g[0], rel=0.01)
+        assert float(row[8]) == pytest.approx(g[-1], rel=0.01)
+        assert row[9] == ", ".join(f"{r:.1e}" for r in np.divide(g[1:], g[:-1])[-4:])
+        orders = [None if x == "–" else float(x) for x in row[10].split(", ")]
+        assert orders == [None if q is None else pytest.approx(q, abs=0.0051)
+                          for q in run["observed_orders"][-4:]]
 
 
 def test_every_method_and_every_sigma_ran_on_identical_folds(tool_output):
@@ -266,6 +272,15 @@ def test_the_comparison_table_puts_ours_beside_the_paper(tool_output):
                                                     abs=0.0051)
     assert seconds[6][-3:] == ["238.19", "39.06", "430.18"]
     assert comparison_tables([results])[0] in (out / "tables.md").read_text()
+
+
+def test_render_rewrites_the_same_report_from_the_json(tool_output, tmp_path):
+    out, reproduce = tool_output
+    copy = tmp_path / "tiny.json"
+    copy.write_text((out / "tiny.json").read_text())
+    reproduce.main(["render", str(copy), "--no-plots"])
+    assert read_json(copy) == read_json(out / "tiny.json")
+    assert (tmp_path / "tiny.md").read_text() == render_markdown(read_json(copy))
 
 
 def test_figures_are_png(tool_output):

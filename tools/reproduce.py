@@ -14,6 +14,10 @@ Subcommands:
     Writes OUT/NAME.json (every number), then reads it back and writes OUT/NAME.md (the
     tables) and OUT/NAME-sweep.png, OUT/NAME-convergence.png (with matplotlib).
 
+``render RESULTS.json ...``
+    Summarise results files again and rewrite their tables and figures (after a change of
+    the report, without running anything).
+
 ``report RESULTS.json ... --out FILE.md``
     Tables 2 and 3 across the data sets of several results files, beside the paper's.
 
@@ -165,6 +169,13 @@ def write_report(json_path, out_dir, plots=True):
     log(f"wrote {md_path}" + "".join(f", {f}" for f in figures.values()))
 
 
+def render(args):
+    for path in args.results:
+        results = summarize_results(read_json(path))
+        write_json(results, path)
+        write_report(path, os.path.dirname(os.path.abspath(path)), plots=not args.no_plots)
+
+
 def report(args):
     results = [read_json(p) for p in args.results]
     accuracy, seconds = comparison_tables(results)
@@ -213,6 +224,11 @@ def main(argv=None):
     p.add_argument("--kappa", type=float, default=1.0)
     p.add_argument("--no-plots", action="store_true")
     p.set_defaults(func=run)
+    p = sub.add_parser("render", help="summarise results files again and rewrite their "
+                       "tables and figures (beside them)")
+    p.add_argument("results", nargs="+")
+    p.add_argument("--no-plots", action="store_true")
+    p.set_defaults(func=render)
     p = sub.add_parser("report", help="Tables 2 and 3 across results files")
     p.add_argument("results", nargs="+")
     p.add_argument("--out", required=True)

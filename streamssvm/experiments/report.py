@@ -181,19 +181,22 @@ def sweep_table(results):
 
 
 def convergence_table(results, last=4):
-    """Per TRON run: iterations, CG steps, passes, seconds, final ||grad|| and the last
-    ``last`` observed orders of convergence."""
+    """Per TRON run: iterations, CG steps, passes, seconds, final ||grad||, and over the
+    last ``last`` steps the contraction factors g_k+1 / g_k and the observed orders."""
     rows = []
     for run in results["convergence"]["runs"]:
         h = run["history"]
+        g = [e["grad_norm"] for e in h]
         width = "" if run["sigma"] is None else f"2^{math.log2(run['sigma']):g}"
+        ratios = ", ".join(f"{b / a:.1e}" for a, b in list(zip(g, g[1:]))[-last:])
         orders = ", ".join("–" if q is None else f"{q:.2f}"
                            for q in run["observed_orders"][-last:])
         rows.append([run["loss"], width, run["forcing"], len(h) - 1,
                      sum(e["cg_steps"] for e in h), h[-1]["passes"], f"{run['seconds']:.2f}",
-                     f"{h[-1]['grad_norm']:.2e}", orders])
+                     f"{g[0]:.2e}", f"{g[-1]:.2e}", ratios, orders])
     return _table(["loss", "sigma", "forcing", "iterations", "CG steps", "passes", "seconds",
-                   "final ||grad||", f"last {last} observed orders"], rows)
+                   "||grad|| at 0", "final ||grad||", f"last {last} g_k+1 / g_k",
+                   f"last {last} observed orders"], rows)
 
 
 def render_markdown(results, figures=None):
