@@ -219,6 +219,8 @@ def test_what_cannot_run_on_workers_is_refused(a9a_stores, client, capsys):
         train_stream(np.eye(3), np.array([1, -1, 1]), client=client)
     with pytest.raises(ValueError, match="sample_weight is not supported across Dask workers"):
         train_stream(full, sample_weight=np.ones(32561), client=client)
+    with pytest.raises(ValueError, match="hessian_sample.* not supported across Dask workers"):
+        train_stream(full, solver="newton", hessian_sample=0.5, client=client)
     with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
         assert main(["train", full, "--scheduler", "tcp://127.0.0.1:9", "-o", "never.npz"]) == 1
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in capsys.readouterr().err

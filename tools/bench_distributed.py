@@ -10,8 +10,10 @@ kernels and the transport, not by the disk):
       of additions on the workers then one transfer (what DaskObjective does), gathering
       every vector to the driver and adding there, and the broadcast of a d-vector to the
       workers that every call starts with.
-The median of ``--repeats`` timings is printed; on a machine where other jobs run, the
-spread is printed too and says how far to trust the numbers.
+The median of ``--repeats`` timings is printed, with the spread; on a machine where other
+jobs run, the spread says how far to trust them, and (b) also prints the CPU seconds the
+workers spent per call (the busiest one's is what a call would take on free cores, but for
+the transfers), which contention does not inflate as much.
 
 Example:
     python tools/bench_distributed.py --svm bench-data/synth-200M.svm
@@ -46,16 +48,28 @@ def timed(fn, repeats):
 
 
 def show(label, stats):
-    median, lo, hi = stats
-    print(f"  {label:<44} {median:8.4f} s  (min {lo:.4f}, max {hi:.4f})")
+    """Print (median, min, max) seconds, and the workers' CPU seconds if given."""
+    median, lo, hi = stats[:3]
+    cpu = f"; CPU {stats[3]:.4f} s on the busiest worker, {stats[4]:.4f} on all" \
+        if len(stats) > 3 else ""
+    print(f"  {label:<44} {median:7.4f} s  (min {lo:.4f}, max {hi:.4f}){cpu}")
     return median
 
 
-def pass_times(objective, w, s, repeats):
-    """Seconds of an ``evaluate`` pass and of a streamed ``hessp`` pass."""
+def pass_times(objective, w, s, repeats, cpu=None):
+    """Seconds of an ``evaluate`` pass and of a streamed ``hessp`` pass, each as (median,
+    min, max); with ``cpu`` (a function giving ``{worker: CPU seconds so far}``), followed
+    by the busiest worker's and all workers' CPU seconds per call."""
     state = objective.evaluate(w)
-    return (timed(lambda: objective.evaluate(w), repeats),
-            timed(lambda: objective.hessp(state, s), repeats))
+    out = []
+    for call in (lambda: objective.evaluate(w), lambda: objective.hessp(state, s)):
+        before = cpu() if cpu else None
+        stats = timed(call, repeats)
+        if cpu:
+            spent = [after - before[worker] for worker, after in cpu().items()]
+            stats += (max(spent) / (repeats + 1), sum(spent) / (repeats + 1))
+        out.append(stats)
+    return out
 
 
 def section_local(store, w, s, args):
@@ -83,7 +97,8 @@ def section_dask(path, w, s, args):
                 DaskStores(path, client) as stores:
             objective = DaskObjective(stores, args.loss, args.lam, n_threads=1,
                                       cache_curved=False)
-            evaluate, hessp = pass_times(objective, w, s, args.repeats)
+            evaluate, hessp = pass_times(objective, w, s, args.repeats,
+                                         cpu=lambda: client.run(time.process_time))
             out[n_workers] = (show(f"evaluate, {n_workers} worker(s)", evaluate),
                               show(f"hessp (streamed), {n_workers} worker(s)", hessp))
     print(f"  scaling 1 -> 2 workers: evaluate {out[1][0] / out[2][0]:.2f}x, "

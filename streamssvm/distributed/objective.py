@@ -100,3 +100,8 @@ class DaskObjective(SmoothSVMObjective):
     def hess_diag(self, state):
         summed = self._run("hess_diag", [state.margins], vector=True)[1]
         return self._scaled(summed, np.ones(self.n_variables))
+
+    def subsampled(self, state, fraction, rng):
+        """Not across workers: the sampled rows would have to be drawn on each shard."""
+        raise ValueError("a subsampled Hessian (hessian_sample) is not supported across Dask "
+                         "workers")
