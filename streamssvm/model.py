@@ -9,13 +9,14 @@ model over k > 2 classes (version 2) has ``coef`` (k, n_features), ``intercept``
 
 import json
 import os
+import zipfile
 
 import numpy as np
-import scipy.sparse as sp
 
 from . import kernels
 from ._atomic import atomic_output
 from .data import BlockSource, Store
+from .data.memory import as_csr
 
 MODEL_FORMAT = "streamssvm.model"
 MODEL_VERSION = 2  # the newest read; binary models are still written as version 1
@@ -41,14 +42,20 @@ class Model:
 
     def __init__(self, coef, intercept, classes, params=None, history=None):
         self.coef_ = np.asarray(coef, dtype=np.float64)
-        self.classes_ = np.asarray(classes, dtype=np.float64)
-        if self.coef_.ndim == 1:
-            self.intercept_ = float(intercept)
-        elif self.coef_.ndim == 2 and self.coef_.shape[0] == len(self.classes_) > 2:
-            self.intercept_ = np.asarray(intercept, dtype=np.float64).reshape(len(self.classes_))
+        self.classes_ = np.asarray(classes, dtype=np.float64).reshape(-1)
+        k = len(self.classes_)
+        if self.coef_.ndim == 1 and k == 2 and np.size(intercept) == 1:
+            self.intercept_ = float(np.reshape(intercept, ()))
+        elif self.coef_.ndim == 2 and self.coef_.shape[0] == k > 2 and np.size(intercept) == k:
+            self.intercept_ = np.asarray(intercept, dtype=np.float64).reshape(k)
         else:
-            raise ValueError(f"coef of shape {self.coef_.shape} with {len(self.classes_)} "
-                             f"classes: expected (n_features,) or (n_classes > 2, n_features)")
+            raise ValueError(f"coef of shape {self.coef_.shape}, intercept of shape "
+                             f"{np.shape(intercept)} with {k} classes: expected (n_features,), "
+                             f"() and 2, or (n_classes > 2, n_features), (n_classes,)")
+        if len(np.unique(self.classes_)) != k:  # NaN: a one-vs-rest view's "rest"
+            raise ValueError(f"classes {self.classes_.tolist()} are not distinct")
+        if not (np.all(np.isfinite(self.coef_)) and np.all(np.isfinite(self.intercept_))):
+            raise ValueError("coef or intercept holds NaN or infinite values")
         self.params = dict(params or {})
         self.history = list(history or [])
 
@@ -104,7 +111,7 @@ class Model:
         whose ``classes`` are ``source_classes`` (NaN for no rows)."""
         if not len(labels):
             return float("nan")
-        if not self.multiclass and len(source_classes) == 2:  # same label map: compare signs
+        if not self.multiclass and tuple(source_classes) == tuple(self.classes_):  # signs
             return float(np.mean((decision > 0) == (labels > 0)))
         truth = np.asarray(source_classes)[labels if len(source_classes) > 2
                                            else (labels > 0).astype(np.intp)]
@@ -127,10 +134,8 @@ class Model:
                 return self.decision_and_labels(store)[0]
         if isinstance(X, BlockSource):
             return self.decision_and_labels(X)[0]
-        X = sp.csr_matrix(X)
+        X = as_csr(X)
         self._width_check(X.shape[1], "X")
-        if X.nnz and not np.all(np.isfinite(X.data)):
-            raise ValueError("X holds NaN or infinite values")
         return X @ self.coef_.T + self.intercept_
 
     def predict(self, X):
@@ -150,7 +155,10 @@ class Model:
                 if source is not X:
                     source.close()
             return self.accuracy(decision, labels, source.classes)
-        return float(np.mean(self.predict(X) == np.asarray(y)))
+        predicted, y = self.predict(X), np.asarray(y)
+        if y.shape != predicted.shape:
+            raise ValueError(f"y has shape {y.shape}, X has {len(predicted)} rows")
+        return float(np.mean(predicted == y))
 
     def save(self, path, overwrite=True):
         """Write the model to ``path`` (``.npz``; whole or not at all)."""
@@ -172,8 +180,9 @@ class Model:
                 if meta.get("version", 1) > MODEL_VERSION:
                     raise ValueError(f"model version {meta['version']} is newer than this "
                                      f"library reads ({MODEL_VERSION})")
-                intercept = z["intercept"]
-                return cls(z["coef"], intercept[()] if intercept.ndim == 0 else intercept,
-                           z["classes"], meta["params"], meta["history"])
-        except (OSError, KeyError, ValueError) as exc:
+                if not np.all(np.isfinite(z["classes"])):
+                    raise ValueError(f"classes {z['classes'].tolist()} are not all finite")
+                return cls(z["coef"], z["intercept"], z["classes"], meta["params"],
+                           meta["history"])
+        except (OSError, KeyError, ValueError, TypeError, EOFError, zipfile.BadZipFile) as exc:
             raise ValueError(f"{path}: not a streamssvm model ({exc})") from exc

@@ -209,7 +209,6 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
     """
     t0 = time.perf_counter()
     src, dst = os.fspath(src), os.fspath(dst)
-    value_dtype = np.dtype(value_dtype).name
     if os.path.exists(dst) and not overwrite:
         raise FileExistsError(f"{dst}: output exists (pass overwrite=True / --overwrite to "
                               f"replace it)")

@@ -8,6 +8,28 @@ from .source import Block, BlockSource
 DEFAULT_BLOCK_NNZ = 1 << 19
 
 
+def as_csr(X, what="X"):
+    """``X`` as a CSR matrix, checked for what the kernels cannot: a ValueError naming
+    ``what`` if it is not 2-D, holds anything but real numbers, or NaN or infinite values.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+    """
+    shape = X.shape if sp.issparse(X) else np.shape(X)
+    if len(shape) != 2:
+        raise ValueError(f"{what} must be 2-D (n_samples, n_features), got shape {shape}"
+                         + ("; one sample is X.reshape(1, -1)" if len(shape) == 1 else ""))
+    if not sp.issparse(X):
+        X = np.asarray(X)
+    if X.dtype.kind not in "biuf":
+        raise ValueError(f"{what} must hold real numbers, got dtype {X.dtype}")
+    X = sp.csr_matrix(X)
+    if X.nnz and not np.all(np.isfinite(X.data)):
+        raise ValueError(f"{what} holds NaN or infinite values")
+    return X
+
+
 def block_offsets_by_nnz(indptr, block_nnz=DEFAULT_BLOCK_NNZ, block_rows=None):
     """Row offsets cutting a CSR matrix into blocks.
 
@@ -51,19 +73,26 @@ class InMemorySource(BlockSource):
 
     def __init__(self, X, y, block_rows=None, block_nnz=DEFAULT_BLOCK_NNZ, classes=None,
                  value_dtype=None):
-        X = sp.csr_matrix(X)
-        if value_dtype is not None:
-            X = X.astype(value_dtype)
-        elif X.dtype not in (np.float32, np.float64):
-            X = X.astype(np.float64)
+        X = as_csr(X, f"{self.name}: X")
+        if value_dtype is not None and np.dtype(value_dtype) not in (np.float32, np.float64):
+            raise ValueError(f"{self.name}: value_dtype must be float32 or float64, got "
+                             f"{value_dtype!r}")
+        X = X.astype(value_dtype or (X.dtype if X.dtype in (np.float32, np.float64)
+                                     else np.float64), copy=False)
         if not X.has_canonical_format:
             X = X.copy()
             X.sum_duplicates()
-        if X.nnz and not np.all(np.isfinite(X.data)):
+        if X.nnz and not np.all(np.isfinite(X.data)):  # a sum of duplicates may overflow
             raise ValueError(f"{self.name}: X holds NaN or infinite values")
+        if not X.shape[0]:
+            raise ValueError(f"{self.name}: X has no rows")
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(f"{self.name}: y has shape {y.shape}, expected ({X.shape[0]},)")
+        if y.dtype.kind not in "biuf":
+            raise ValueError(f"{self.name}: labels must be numbers, got dtype {y.dtype}")
+        if not np.all(np.isfinite(y)):
+            raise ValueError(f"{self.name}: y holds NaN or infinite labels")
         if classes is None:
             classes = np.unique(y)
             if len(classes) == 1 and classes[0] in (-1, 1):
@@ -72,12 +101,14 @@ class InMemorySource(BlockSource):
                 raise ValueError(f"{self.name}: y must hold at least two distinct labels, "
                                  f"found {len(classes)}: {classes}")
         classes = tuple(float(c) for c in classes)
-        if len(set(classes)) != len(classes) or len(classes) < 2:
-            raise ValueError(f"{self.name}: classes must be at least two distinct values, "
-                             f"got {classes}")
+        if len(set(classes)) != len(classes) or len(classes) < 2 or not np.all(
+                np.isfinite(classes)):
+            raise ValueError(f"{self.name}: classes must be at least two distinct finite "
+                             f"values, got {classes}")
         unknown = ~np.isin(y, classes)
         if np.any(unknown):
-            raise ValueError(f"{self.name}: label {y[unknown][0]!r} is not one of {classes}")
+            raise ValueError(f"{self.name}: label {float(y[unknown][0]):g} is not one of "
+                             f"{classes}")
         self.X = X
         self.indices = X.indices.astype(np.int32, copy=False)
         self.classes = classes

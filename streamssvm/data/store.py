@@ -136,10 +136,15 @@ class StoreWriter:
                  fletcher32=False, checksums=True, overwrite=False, multiclass=False):
         if compression not in COMPRESSIONS:
             raise ValueError(f"compression must be one of {COMPRESSIONS}, got {compression!r}")
+        if compression_level is not None and not (
+                compression == "gzip" and compression_level in range(1, 10)):
+            raise ValueError(f"compression_level must be 1..9 with gzip compression, got "
+                             f"{compression_level!r} with {compression!r}")
         self.path = os.fspath(path)
-        self.value_dtype = np.dtype(value_dtype)
-        if self.value_dtype not in (np.float32, np.float64):
+        if str(value_dtype) not in ("float32", "float64") and value_dtype not in (
+                np.float32, np.float64):
             raise ValueError(f"value_dtype must be float32 or float64, got {value_dtype!r}")
+        self.value_dtype = np.dtype(value_dtype)
         self._filters = {}
         if compression is not None:
             self._filters["compression"] = compression

@@ -23,6 +23,7 @@ The parser never reads outside ``buf[:end]``: every access is guarded by ``pos <
 """
 
 import math
+import numbers
 
 import numpy as np
 from numba import njit
@@ -735,8 +736,12 @@ class BlockParser:
             raise ValueError(f"block_rows must be >= 1, got {block_rows}")
         if block_nnz < 1:
             raise ValueError(f"block_nnz must be >= 1, got {block_nnz}")
-        if n_features is not None and not 0 <= n_features <= _INT32_MAX:
-            raise ValueError(f"n_features must be in 0..{_INT32_MAX}, got {n_features}")
+        if n_features is not None and not (isinstance(n_features, numbers.Integral)
+                                           and 0 <= n_features <= _INT32_MAX):
+            raise ValueError(f"n_features must be an integer in 0..{_INT32_MAX}, got "
+                             f"{n_features!r}")
+        if classes is not None and not np.all(np.isfinite(np.asarray(classes, np.float64))):
+            raise ValueError(f"classes must be finite numbers, got {classes!r}")
         self.name = str(name)
         self._on_block = on_block
         self._on_rebase = on_rebase

@@ -1,0 +1,215 @@
+"""Bad input at the public entries of the data path and the model: a clear error, at once.
+
+Numba kernels do not check bounds or values, so what they would choke on (wrong shapes,
+non-numbers, NaN, a model applied to data of another width) must be refused before them.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from streamssvm import InMemorySource, Model, Store, StoreError, convert_svmlight, train_stream
+from streamssvm.cli import main
+from streamssvm.data.store import write_store
+
+X = sp.random(20, 5, density=0.5, format="csr", random_state=0)
+Y = np.arange(20) % 2
+
+
+# --- in-memory matrices -----------------------------------------------------------------------
+@pytest.mark.parametrize("X_, y, message", [
+    (X, np.where(Y == 0, np.nan, 1.0), "y holds NaN or infinite labels"),
+    (X, np.where(Y == 0, -np.inf, 1.0), "y holds NaN or infinite labels"),
+    (X, np.where(Y == 0, "a", "b"), "labels must be numbers, got dtype <U1"),
+    (X, np.array([None] * 20), "labels must be numbers, got dtype object"),
+    (X, Y[:, None], r"y has shape \(20, 1\), expected \(20,\)"),
+    (X, Y[:10], r"y has shape \(10,\), expected \(20,\)"),
+    (X.astype(complex) * 1j, Y, "X must hold real numbers, got dtype complex128"),
+    (np.array([["a"] * 5] * 20), Y, "X must hold real numbers, got dtype <U1"),
+    (np.ones(20), Y, r"X must be 2-D \(n_samples, n_features\), got shape \(20,\); one sample"),
+    (np.ones((20, 5, 2)), Y, r"X must be 2-D .* got shape \(20, 5, 2\)"),
+    (np.full((20, 5), np.nan), Y, "X holds NaN or infinite values"),
+    (sp.csr_matrix(np.where(np.eye(20, 5) > 0, np.inf, 0)), Y, "X holds NaN or infinite"),
+    (np.zeros((0, 5)), np.zeros(0), "X has no rows"),
+    (X, np.full(20, 3.0), "y must hold at least two distinct labels, found 1"),
+])
+def test_in_memory_matrix_refused(X_, y, message):
+    with pytest.raises(ValueError, match=f"<in-memory matrix>: {message}"):
+        InMemorySource(X_, y)
+    with pytest.raises(ValueError, match=message):  # the same through training
+        train_stream(X_, y, loss="squared_hinge", lam=1e-2, progress=False)
+
+
+def test_duplicates_summing_to_infinity_refused():
+    big = np.finfo(np.float64).max
+    X_ = sp.coo_matrix(([big, big], ([0, 0], [1, 1])), shape=(2, 3))  # one entry, twice
+    with pytest.raises(ValueError, match="X holds NaN or infinite values"):
+        InMemorySource(X_, [1, -1])
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(classes=(np.nan, 1)), r"classes must be at least two distinct finite values"),
+    (dict(classes=(1, 1)), r"classes must be at least two distinct finite values"),
+    (dict(classes=(0, 2)), r"label 1 is not one of \(0.0, 2.0\)"),
+    (dict(value_dtype=np.int32), "value_dtype must be float32 or float64"),
+    (dict(block_rows=0), "block_rows must be >= 1, got 0"),
+    (dict(block_nnz=-5), "block_nnz must be >= 1, got -5"),
+])
+def test_in_memory_options_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        InMemorySource(X, Y.astype(float), **kwargs)
+
+
+def test_labels_of_any_real_type_are_read():
+    assert InMemorySource(X, Y.astype(bool)).classes == (0.0, 1.0)
+    assert InMemorySource(X.astype(np.int64), Y).value_dtype == np.float64
+    assert InMemorySource(X.astype(np.float32), Y).value_dtype == np.float32
+
+
+# --- training parameters (validated by the objective; api.py is not ours to change) ----------
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(lam=0), "lambda must be a positive finite number, got 0.0"),
+    (dict(lam=-1), "lambda must be a positive finite number, got -1.0"),
+    (dict(lam=np.nan), "lambda must be a positive finite number, got nan"),
+    (dict(lam=np.inf), "lambda must be a positive finite number, got inf"),
+    (dict(sigma=0), "sigma must be a positive finite number, got 0.0"),
+    (dict(sigma=np.nan), "sigma must be a positive finite number, got nan"),
+    (dict(loss="psi_m", sigma=-1), "sigma must be a positive finite number, got -1.0"),
+    (dict(tol=-1), "tol must be >= 0, got -1"),
+])
+def test_training_parameters_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        train_stream(X, Y, progress=False, **{"lam": 1e-2, **kwargs})
+
+
+# --- models -----------------------------------------------------------------------------------
+MODEL = Model(np.ones(5), 0.5, (-1.0, 1.0))
+
+
+@pytest.mark.parametrize("args, message", [
+    (([np.nan, 1], 0, (-1, 1)), "coef or intercept holds NaN or infinite values"),
+    (([1, 1], np.inf, (-1, 1)), "coef or intercept holds NaN or infinite values"),
+    (([1, 1], 0, (0, 1, 2)), r"coef of shape \(2,\), intercept of shape \(\) with 3 classes"),
+    (([1, 1], [0, 0], (0, 1)), r"intercept of shape \(2,\) with 2 classes"),
+    (([1, 1], 0, (1, 1)), r"classes \[1.0, 1.0\] are not distinct"),
+    ((np.ones((3, 2)), np.zeros(2), (0, 1, 2)), r"coef of shape \(3, 2\), intercept of shape \(2,\)"),
+])
+def test_model_refuses_inconsistent_parts(args, message):
+    with pytest.raises(ValueError, match=message):
+        Model(*args)
+
+
+@pytest.mark.parametrize("X_, message", [
+    (np.ones((3, 4)), "X has 4 features, the model 5"),
+    (sp.csr_matrix((3, 6)), "X has 6 features, the model 5"),
+    (np.ones(5), r"X must be 2-D .* got shape \(5,\); one sample is X.reshape\(1, -1\)"),
+    (np.ones((2, 5, 1)), r"X must be 2-D"),
+    (np.full((2, 5), np.nan), "X holds NaN or infinite values"),
+    (np.ones((2, 5)) * 1j, "X must hold real numbers, got dtype complex128"),
+    (np.array([["1"] * 5]), "X must hold real numbers, got dtype <U1"),
+])
+def test_model_refuses_bad_X(X_, message):
+    for method in (MODEL.decision_function, MODEL.predict, lambda x: MODEL.score(x, [1])):
+        with pytest.raises(ValueError, match=message):
+            method(X_)
+
+
+@pytest.mark.parametrize("y", [[1], [1, 1], [[1], [1], [1]]])
+def test_score_refuses_labels_of_another_length(y):
+    with pytest.raises(ValueError, match=r"y has shape .*, X has 3 rows"):
+        MODEL.score(np.ones((3, 5)), y)
+
+
+def test_model_on_a_store_of_another_width(tmp_path, capsys):
+    wide = InMemorySource(sp.random(30, 7, density=0.3, random_state=1), np.arange(30) % 2)
+    path = write_store(tmp_path / "wide.h5", wide)
+    for call in (MODEL.predict, MODEL.decision_function, MODEL.score):
+        with pytest.raises(ValueError, match=f"{path} has 7 features, the model 5"):
+            call(str(path))
+    MODEL.save(tmp_path / "m.npz")
+    assert main(["predict", str(tmp_path / "m.npz"), str(path)]) == 1
+    assert capsys.readouterr().err == f"streamssvm: error: {path} has 7 features, the model 5\n"
+
+
+def test_score_on_a_store_with_other_label_values(tmp_path):
+    """A store whose two labels are not the model's: predictions are compared as labels,
+    not as signs (the +1 of one map is not the +1 of the other)."""
+    model = Model(np.ones(3), 1.0, (0.0, 1.0))  # every decision is > 0: predicts 1
+    rows = sp.csr_matrix(np.ones((4, 3)))
+    for labels, expected in (([1.0, 1.0, 2.0, 2.0], 0.5), ([0.0, 0.0, 0.0, 1.0], 0.25),
+                             ([1.0, 1.0, 1.0, 1.0], 1.0)):
+        source = InMemorySource(rows, labels, classes=(1.0, 2.0) if 2.0 in labels else None)
+        path = write_store(tmp_path / f"s{expected}.h5", source)
+        assert model.score(path) == expected == model.score(rows, labels)
+
+
+def _npz(path, **arrays):
+    meta = '{"format": "streamssvm.model", "version": 1, "params": {}, "history": []}'
+    np.savez(path, **{"coef": np.ones(2), "intercept": np.float64(0),
+                      "classes": np.array([-1.0, 1.0]), "meta": np.array(meta), **arrays})
+    return path
+
+
+@pytest.mark.parametrize("make, reason", [
+    (lambda p: p.write_bytes(b""), "No data left in file"),
+    (lambda p: p.write_bytes(b"PK\x03\x04 truncated"), "not a zip file|File is not a zip"),
+    (lambda p: _npz(p, coef=np.array([np.nan, 1.0])), "coef or intercept holds NaN"),
+    (lambda p: _npz(p, classes=np.array([np.nan, 1.0])), r"classes \[nan, 1.0\] are not all finite"),
+    (lambda p: _npz(p, coef=np.array(["a", "b"])), "could not convert string to float"),
+    (lambda p: _npz(p, intercept=np.zeros(2)), r"intercept of shape \(2,\) with 2 classes"),
+    (lambda p: _npz(p, meta=np.array('{"format": "streamssvm.model"')), "Expecting"),
+    (lambda p: _npz(p, meta=np.array('{"format": "other"}')), "format tag missing"),
+    (lambda p: _npz(p, meta=np.array('{"format": "streamssvm.model", "version": 9}')),
+     "model version 9 is newer"),
+    (lambda p: _npz(p, meta=np.array('{"format": "streamssvm.model", "params": [1], '
+                                     '"history": []}')), "dictionary update sequence"),
+])
+def test_load_refuses_damaged_model_files(tmp_path, make, reason):
+    path = tmp_path / "model.npz"
+    make(path)
+    with pytest.raises(ValueError, match=f"{path}: not a streamssvm model .*({reason})"):
+        Model.load(path)
+
+
+def test_a_truncated_model_file_is_refused(tmp_path):
+    path = tmp_path / "model.npz"
+    MODEL.save(path)
+    raw = path.read_bytes()
+    for keep in (0.1, 0.5, 0.9, 0.99):
+        path.write_bytes(raw[:int(len(raw) * keep)])
+        with pytest.raises(ValueError, match=f"{path}: not a streamssvm model"):
+            Model.load(path)
+
+
+# --- conversion options -----------------------------------------------------------------------
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(block_nnz=0), ValueError, "block_nnz must be >= 1, got 0"),
+    (dict(block_rows=-1), ValueError, "block_rows must be >= 1, got -1"),
+    (dict(compression="zip"), ValueError, "compression must be one of"),
+    (dict(compression="gzip", compression_level=0), ValueError, "compression_level must be 1..9"),
+    (dict(compression="gzip", compression_level=12), ValueError, "compression_level must be 1"),
+    (dict(compression="lzf", compression_level=3), ValueError, "with gzip compression, got 3 "),
+    (dict(value_dtype="foo"), ValueError, "value_dtype must be float32 or float64, got 'foo'"),
+    (dict(value_dtype="int32"), ValueError, "value_dtype must be float32 or float64"),
+    (dict(n_features=-3), ValueError, r"n_features must be an integer in 0..2147483647, got -3"),
+    (dict(n_features=1.5), ValueError, "n_features must be an integer .* got 1.5"),
+    (dict(classes=(np.nan, 1)), ValueError, r"classes must be finite numbers, got \(nan, 1\)"),
+    (dict(classes=(1, 1)), ValueError, "classes must be two distinct values"),
+    (dict(zero_based="maybe"), ValueError, "zero_based must be 'auto', True or False"),
+    (dict(n_features=1), Exception, r"line 2, column 4: index 2 is beyond n_features=1"),
+])
+def test_conversion_options_refused(tmp_path, kwargs, error, message):
+    src = tmp_path / "t.svm"
+    src.write_text("1 1:1\n-1 2:1\n")
+    with pytest.raises(error, match=message):
+        convert_svmlight(src, tmp_path / "o.h5", progress=False, **kwargs)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.svm"]
+
+
+def test_conversion_like_what_is_not_a_store(tmp_path):
+    src = tmp_path / "t.svm"
+    src.write_text("1 1:1\n-1 2:1\n")
+    with pytest.raises(StoreError, match=f"{src}: not a readable HDF5 store"):
+        convert_svmlight(src, tmp_path / "o.h5", like=src, progress=False)
+    with pytest.raises(StoreError, match="not a readable HDF5 store"):
+        Store(tmp_path / "missing.h5")
