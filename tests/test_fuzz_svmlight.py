@@ -5,6 +5,7 @@ outcomes); here they run on a fixed, derandomised set of documents so that CI is
 reproducible. Longer runs: ``python tools/fuzz_svmlight.py --examples 100000``.
 """
 
+import collections
 import faulthandler
 import importlib
 import io
@@ -43,24 +44,27 @@ def test_token_documents_parse_like_sklearn_or_fail_where_they_should(document):
 
 
 def test_random_documents_parse_and_convert_like_sklearn(tmp_path):
-    """Cases 0..599 of the tool's seed 0 (rerun one: tools/fuzz_svmlight.py --case I)."""
-    outcomes = {}
+    """Cases 0..599 of the tool's seed 0, every tenth also converted, as binary and as
+    multiclass (rerun one: tools/fuzz_svmlight.py --case I)."""
+    outcomes = collections.Counter()
     for i in range(600):
         try:
-            outcome = fuzz.check_case(random.Random(f"0-{i}"), tmp_path, convert=i % 10 == 0)[2]
+            outcomes.update(fuzz.check_case(random.Random(f"0-{i}"), tmp_path,
+                                            convert=i % 10 == 0)[2])
         except AssertionError as exc:
             raise AssertionError(f"case {i}: {exc}") from exc
-        outcomes[outcome] = outcomes.get(outcome, 0) + 1
     # the generator reaches every kind of outcome, not only refusals
     assert outcomes["agree"] > 100 and outcomes["both refuse"] > 100, outcomes
     assert outcomes["repaired: unsorted"] > 5, outcomes
     assert sum(n for k, n in outcomes.items() if k.startswith("refused")) > 50, outcomes
+    assert outcomes["multiclass: agree"] > 5 and outcomes["multiclass: both refuse"] > 5
 
 
 def test_tool_counts_cases_and_failures(capsys):
     assert fuzz.main(["--examples", "30", "--seed", "7", "--convert-every", "15"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("30 documents checked") and ": 0 failures" in out
+    assert out.startswith("30 documents checked (every 15-th also converted, and judged as the "
+                          "multiclass converter reads it: 2)") and ": 0 failures" in out
 
 
 # --- where we differ from scikit-learn on purpose ---------------------------------------------

@@ -24,7 +24,9 @@ NUL and non-ASCII, deletions, duplicated spans, truncation). Each document is ju
 Anything else (another exception, a different value, an error pointing elsewhere) is a
 failure. :func:`check_convert` runs a document through :func:`convert_svmlight` with tiny
 read chunks and blocks and asserts the same outcome as the in-memory parse, and that a
-failed conversion leaves nothing behind. A watchdog (``faulthandler``) ends the process
+failed conversion leaves nothing behind; :func:`check_multiclass` judges the store that
+``convert_svmlight(multiclass=True)`` makes of it against scikit-learn the same way
+(outcomes prefixed ``multiclass:``). A watchdog (``faulthandler``) ends the process
 with a traceback if one document takes longer than ``--timeout`` seconds (a hang).
 
 The test suite runs the same checks on a fixed, derandomised set of examples
@@ -53,11 +55,13 @@ import traceback
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from streamssvm.data.convert import DEFAULT_CHUNK_BYTES as DEFAULT_CHUNK  # noqa: E402
 from streamssvm.data.convert import convert_svmlight  # noqa: E402  (this checkout's package)
 from streamssvm.data.store import Store  # noqa: E402
 from streamssvm.data.svmlight import SvmlightFormatError, parse_svmlight_bytes  # noqa: E402
 
 NAME = "fuzz.svm"
+DEFAULT_BLOCK_NNZ = 1 << 19
 BLANK_BYTES = b" \t\r\x0b\x0c"
 
 # Inputs scikit-learn accepts and we refuse on purpose: message fragment -> the reason,
@@ -66,7 +70,7 @@ REFUSALS = {
     "NaN or infinite": "NaN or infinite value or label",
     "appears twice": "index repeated within a row",
     "third distinct label": "more than two label values (multiclass)",
-    "every label is": "one label value other than -1/+1, with no classes given",
+    "every label is": "a single label value (binary: other than -1/+1, no classes given)",
     "is neither of the classes": "label outside the classes given",
     "no data lines": "no data line (empty, blank or comment-only input)",
     "cannot parse qid": "qid that is not qid:<integer> (scikit-learn ignores its value)",
@@ -79,8 +83,9 @@ SEPARATORS = [b" ", b" ", b" ", b"\t", b"  ", b" \t ", b"\x0b", b"\x0c", b"\r"]
 LINE_ENDS = [b"\n", b"\n", b"\n", b"\r\n", b" \n", b"\t\r\n"]
 LABELS = [b"1", b"-1", b"+1", b"0", b"1.0", b"-1.0", b"+1.0", b"1e0", b"2", b"-0", b"0.5",
           b"-1e0", b"3"]
-LABEL_PAIRS = [(b"1", b"-1"), (b"+1", b"-1"), (b"0", b"1"), (b"1", b"2"), (b"1.0", b"-1.0"),
-               (b"-1", b"+1.0"), (b"1", b"1"), (b"2", b"2")]
+LABEL_SETS = [(b"1", b"-1"), (b"+1", b"-1"), (b"0", b"1"), (b"1", b"2"), (b"1.0", b"-1.0"),
+              (b"-1", b"+1.0"), (b"1", b"1"), (b"2", b"2"), (b"0", b"1", b"2"),
+              (b"-1", b"1", b"3.5", b"1e1")]
 BAD_LABELS = [b"nan", b"inf", b"-inf", b"1e999", b"1,2", b"a", b"1:", b"1_0", b"--1", b".",
               b"\x00", b"\xff1", b"+", b"1e", b"0x1"]
 BAD_VALUES = [b"nan", b"NaN", b"inf", b"-Infinity", b"1e999", b"-1e400000", b"1_0", b"0x1f",
@@ -166,14 +171,14 @@ def data_line(rnd, labels, noise):
 def make_document(rnd):
     """``(text, kwargs)``: svmlight bytes (then byte-level mutations) and parser options,
     drawn with ``rnd`` (a ``random.Random``, or Hypothesis's shrinkable one)."""
-    pair = rnd.choice(LABEL_PAIRS)
+    labels = rnd.choice(LABEL_SETS)
     # Half the documents are clean; the rest have mutated tokens, rarely or often.
     noise = rnd.choice([0, 0, 0, 0, 0, 1, 5, 20])
     lines = []
     for _ in range(rnd.randrange(11) if rnd.random() < 0.05 else rnd.randint(1, 10)):
         kind = rnd.random()
         if kind < 0.8:
-            lines.append(data_line(rnd, pair, noise))
+            lines.append(data_line(rnd, labels, noise))
         elif kind < 0.9:
             lines.append(rnd.choice([b"", b" ", b"\t", b"  \t ", b"\r", b"\x0b"]))
         else:
@@ -246,7 +251,7 @@ def token_documents():
 
     @st.composite
     def doc(draw):
-        labels = draw(st.sampled_from(LABEL_PAIRS))
+        labels = draw(st.sampled_from(LABEL_SETS))
         lines = draw(st.lists(st.one_of(line(labels), st.sampled_from(
             [[], [b"#"], [b"# header"], [b"\t# x"]])), min_size=1, max_size=8))
         for _ in range(draw(st.integers(0, 2))):
@@ -324,16 +329,17 @@ class Mismatch(AssertionError):
 def _assert_valid_matrix(X, y, classes):
     """Invariants of every accepted parse, whatever the reference says."""
     n, d = X.shape
-    if X.indices.dtype != np.int32 or y.dtype != np.int8 or y.shape != (n,):
+    codes = (np.int32, range(len(classes))) if len(classes) > 2 else (np.int8, (-1, 1))
+    if X.indices.dtype != np.int32 or y.dtype != codes[0] or y.shape != (n,):
         raise Mismatch(f"types/shapes: indices {X.indices.dtype}, y {y.dtype} {y.shape}")
     if X.nnz and (X.indices.min() < 0 or X.indices.max() >= d):
         raise Mismatch("column index outside the width")
     for r in range(n):
         if np.any(np.diff(X.indices[X.indptr[r]:X.indptr[r + 1]]) <= 0):
             raise Mismatch(f"row {r}: indices not strictly increasing")
-    if not np.all(np.isfinite(X.data)) or not np.all(np.abs(y) == 1):
-        raise Mismatch("non-finite value or label code other than -1/+1")
-    if len(classes) != 2 or classes[0] == classes[1]:
+    if not np.all(np.isfinite(X.data)) or not np.all(np.isin(y, codes[1])):
+        raise Mismatch(f"non-finite value or label code outside {codes[1]}")
+    if len(classes) < 2 or len(set(classes)) != len(classes):
         raise Mismatch(f"classes {classes}")
 
 
@@ -344,15 +350,15 @@ def _assert_same(X, y, classes, Xs, ys, what):
         raise Mismatch(f"{what}: different sparsity pattern")
     if not np.array_equal(X.data.view(np.int64), Xs.data.astype(np.float64).view(np.int64)):
         raise Mismatch(f"{what}: different values")
-    if not (set(np.unique(ys)) <= set(classes)
-            and np.array_equal(y, np.where(ys == classes[1], 1, -1))):
+    labels = np.asarray(classes)[y if len(classes) > 2 else (y > 0).astype(np.intp)]
+    if not np.array_equal(labels, ys):
         raise Mismatch(f"{what}: labels {ys[:5]} vs codes {y[:5]} with classes {classes}")
 
 
 LOCATED = re.compile(re.escape(NAME) + r": line (\d+), column (\d+): (.*)", re.DOTALL)
 
 
-def _assert_located(text, kwargs, message):
+def _assert_located(text, kwargs, message, parse):
     """The error names a line and column of ``text``; the lines before it parse without a
     located error, and the text up to that line gives the same error."""
     m = LOCATED.fullmatch(message)
@@ -371,10 +377,10 @@ def _assert_located(text, kwargs, message):
         raise Mismatch(f"column {column} is inside a token of {body!r}")
     rebase = re.search(r"index 0 appears at line (\d+)\)$", message)
     stop = int(rebase.group(1)) if rebase else line  # a width error found at the rebase
-    before = ours(b"".join(s + b"\n" for s in lines[:stop - 1]), **kwargs)
+    before = parse(b"".join(s + b"\n" for s in lines[:stop - 1]), **kwargs)
     if isinstance(before, SvmlightFormatError) and LOCATED.fullmatch(str(before)):
         raise Mismatch(f"the lines before line {stop} already fail: {before}")
-    through = ours(b"\n".join(lines[:stop]), **kwargs)
+    through = parse(b"\n".join(lines[:stop]), **kwargs)
     if str(through) != message:
         raise Mismatch(f"the text through line {stop} gives {through!r}")
 
@@ -400,8 +406,8 @@ def _refusal_holds(reason, message, text, reference, kwargs):
             return False
     if reason == "third distinct label":
         return len(np.unique(ys)) > 2
-    if reason == "every label is":
-        return len(np.unique(ys)) == 1 and ys[0] not in (-1.0, 1.0)
+    if reason == "every label is":  # binary: -1 or +1 alone is read as {-1, +1}
+        return len(np.unique(ys)) == 1 and ("multiclass" in message or ys[0] not in (-1, 1))
     if reason == "is neither of the classes":
         return not set(np.unique(ys)) <= set(kwargs.get("classes", ()))
     if reason == "no data lines":
@@ -415,14 +421,15 @@ def _refusal_holds(reason, message, text, reference, kwargs):
     return reason == "appears twice"
 
 
-def check(text, kwargs):
-    """Judge one document (see the module docstring); return the outcome's name."""
-    got = ours(text, **kwargs)
+def check(text, kwargs, parse=ours):
+    """Judge one document (see the module docstring) read by ``parse`` (:func:`ours`, or
+    :func:`converted` with ``multiclass``); return the outcome's name."""
+    got = parse(text, **kwargs)
     options = {k: v for k, v in kwargs.items() if k != "classes"}
     reference = sklearn_load(text, **options)
     if isinstance(got, SvmlightFormatError):
         message = str(got)
-        _assert_located(text, kwargs, message)
+        _assert_located(text, kwargs, message, parse)
         if isinstance(reference, Exception):
             return "both refuse"
         for reason in REFUSALS:
@@ -451,23 +458,17 @@ def check(text, kwargs):
     raise Mismatch(f"we accept what scikit-learn refuses ({reference!r})")
 
 
-def check_convert(text, kwargs, folder, chunk_bytes, block_nnz, compress=False):
-    """Convert ``text`` through files with tiny chunks and blocks; assert the outcome equals
-    the in-memory parse, and that a failure leaves no file behind."""
+def converted(text, folder, chunk_bytes=DEFAULT_CHUNK, block_nnz=DEFAULT_BLOCK_NNZ,
+              compress=False, **kwargs):
+    """``text`` converted to a store in ``folder`` and read back: ``(X, y, classes)`` like
+    :func:`ours`, or the SvmlightFormatError (its message naming the file ``NAME``). A
+    failed conversion must leave nothing behind."""
     import gzip
 
     src = os.path.join(folder, NAME + (".gz" if compress else ""))
     dst = os.path.join(folder, "fuzz.h5")
     with open(src, "wb") as fh:
         fh.write(gzip.compress(text, 1) if compress else text)
-    expected = ours(text, **kwargs)
-    try:
-        _convert_and_compare(src, dst, expected, folder, chunk_bytes, block_nnz, kwargs)
-    finally:
-        os.unlink(src)
-
-
-def _convert_and_compare(src, dst, expected, folder, chunk_bytes, block_nnz, kwargs):
     try:
         convert_svmlight(src, dst, value_dtype="float64", block_nnz=block_nnz, progress=False,
                          overwrite=True, _chunk_bytes=chunk_bytes, **kwargs)
@@ -475,16 +476,28 @@ def _convert_and_compare(src, dst, expected, folder, chunk_bytes, block_nnz, kwa
         left = sorted(set(os.listdir(folder)) - {os.path.basename(src)})
         if left:
             raise Mismatch(f"a failed conversion left {left}") from exc
-        if str(exc).replace(src, NAME, 1) != str(expected):
-            raise Mismatch(f"convert says {exc}, the parser {expected}") from exc
-        return
-    if isinstance(expected, SvmlightFormatError):
-        raise Mismatch(f"convert accepts what the parser refuses: {expected}")
+        return SvmlightFormatError(str(exc).replace(src, NAME, 1))
+    finally:
+        os.unlink(src)
     with Store(dst) as store:
         X, y = store.read_rows(0, store.n_samples)
-        X.indices = X.indices.astype(np.int32)
         classes = store.classes
     os.unlink(dst)
+    X.indices = X.indices.astype(np.int32)
+    X.indptr = X.indptr.astype(np.int32)
+    return X, y, classes
+
+
+def check_convert(text, kwargs, folder, chunk_bytes, block_nnz, compress=False):
+    """Convert ``text`` through files with tiny chunks and blocks; assert the outcome equals
+    the in-memory parse."""
+    expected = ours(text, **kwargs)
+    got = converted(text, folder, chunk_bytes, block_nnz, compress, **kwargs)
+    if isinstance(expected, SvmlightFormatError) or isinstance(got, SvmlightFormatError):
+        if str(got) != str(expected):
+            raise Mismatch(f"convert gives {got!r}, the parser {expected!r}")
+        return
+    X, y, classes = got
     Xp, yp, classes_p = expected
     if classes != classes_p or X.shape != Xp.shape or not np.array_equal(y, yp):
         raise Mismatch(f"convert: shape {X.shape} classes {classes}, parser {Xp.shape} "
@@ -494,15 +507,27 @@ def _convert_and_compare(src, dst, expected, folder, chunk_bytes, block_nnz, kwa
         raise Mismatch("convert: a different matrix")
 
 
+def check_multiclass(text, kwargs, folder, chunk_bytes, block_nnz):
+    """Judge ``text`` as the multiclass converter reads it (any number of labels)."""
+    options = {k: v for k, v in kwargs.items() if k != "classes"}
+
+    def parse(data, **opts):
+        return converted(data, folder, chunk_bytes, block_nnz, multiclass=True, **opts)
+
+    return "multiclass: " + check(text, options, parse)
+
+
 # --- the long run -----------------------------------------------------------------------------
 def check_case(rnd, folder, convert):
-    """Draw one document with ``rnd`` and judge it (and its conversion if ``convert``)."""
+    """Draw one document with ``rnd`` and judge it; with ``convert``, also its conversion
+    and its multiclass conversion. Returns ``(text, kwargs, outcomes)``."""
     text, kwargs = make_document(rnd)
-    outcome = check(text, kwargs)
+    outcomes = [check(text, kwargs)]
     if convert:
-        check_convert(text, kwargs, folder, chunk_bytes=rnd.randint(1, 64),
-                      block_nnz=rnd.randint(1, 40), compress=rnd.random() < 0.2)
-    return text, kwargs, outcome
+        chunk_bytes, block_nnz = rnd.randint(1, 64), rnd.randint(1, 40)
+        check_convert(text, kwargs, folder, chunk_bytes, block_nnz, compress=rnd.random() < 0.2)
+        outcomes.append(check_multiclass(text, kwargs, folder, chunk_bytes, block_nnz))
+    return text, kwargs, outcomes
 
 
 def run(n_examples, seed, timeout, convert_every, save_failures=None):
@@ -516,8 +541,8 @@ def run(n_examples, seed, timeout, convert_every, save_failures=None):
             # a hang ends the run, with a traceback
             faulthandler.dump_traceback_later(timeout, exit=True, file=sys.__stderr__)
             try:
-                counts[check_case(random.Random(f"{seed}-{i}"), folder,
-                                  i % convert_every == 0)[2]] += 1
+                counts.update(check_case(random.Random(f"{seed}-{i}"), folder,
+                                         i % convert_every == 0)[2])
             except Exception as exc:  # recorded, and the run goes on
                 counts["FAILURE"] += 1
                 failures.append((i, "".join(traceback.format_exception_only(exc)).strip()))
@@ -546,16 +571,17 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.case is not None:
         with tempfile.TemporaryDirectory() as folder:
-            text, kwargs, outcome = check_case(random.Random(f"{args.seed}-{args.case}"),
-                                               folder, True)
-        print(f"{kwargs} {text!r}: {outcome}")
+            text, kwargs, outcomes = check_case(random.Random(f"{args.seed}-{args.case}"),
+                                                folder, True)
+        print(f"{kwargs} {text!r}: {', '.join(outcomes)}")
         return 0
     t0 = time.perf_counter()
     counts, failures = run(args.examples, args.seed, args.timeout, args.convert_every,
                            args.save_failures)
-    print(f"{sum(counts.values())} documents checked (every {args.convert_every}th also "
-          f"converted) in {time.perf_counter() - t0:.0f} s, seed {args.seed}: "
-          f"{len(failures)} failures")
+    multiclass = sum(n for k, n in counts.items() if k.startswith("multiclass"))
+    print(f"{args.examples} documents checked (every {args.convert_every}-th also converted, "
+          f"and judged as the multiclass converter reads it: {multiclass}) in "
+          f"{time.perf_counter() - t0:.0f} s, seed {args.seed}: {len(failures)} failures")
     for outcome, n in sorted(counts.items(), key=lambda kv: -kv[1]):
         print(f"  {n:8d}  {outcome}")
     for i, error in failures[:20]:
