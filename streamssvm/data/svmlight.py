@@ -19,6 +19,14 @@ bit-identical to ``strtod`` and to scikit-learn's ``load_svmlight_file``.
 
 Rows with unsorted indices are sorted (repaired); a repeated index in a row is refused.
 
+Where the result differs from scikit-learn's ``load_svmlight_file`` on purpose (checked by
+tools/fuzz_svmlight.py): it reads rows with unsorted indices (sorted here); it accepts and
+we refuse NaN and infinite values and labels, a label set other than two values (unless
+multiclass), a single label other than -1/+1, an input without data lines, a ``qid`` that is
+not ``qid:<integer>`` (it ignores the value), digits grouped with ``_`` (Python's syntax,
+not strtod's) and indices beyond the int32 range; a file in which no index occurs is
+0 columns wide here, 1 there.
+
 The parser never reads outside ``buf[:end]``: every access is guarded by ``pos < end``.
 """
 
