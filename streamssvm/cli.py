@@ -198,7 +198,6 @@ def cmd_verify(args):
 # --- train ------------------------------------------------------------------------------------
 def _add_train(subparsers):
     from .losses import LOSS_NAMES
-    from .solvers import SOLVERS
 
     p = subparsers.add_parser(
         "train", help="train a linear classifier on a store",
@@ -212,7 +211,8 @@ def _add_train(subparsers):
     p.add_argument("--sigma-path", type=_float_list, default=(), metavar="S1,S2,...",
                    help="continuation: solve at these larger sigmas first, warm-starting")
     p.add_argument("--lam", type=float, default=1e-5, help="lambda (default %(default)s)")
-    p.add_argument("--solver", choices=tuple(SOLVERS), default="tron")
+    p.add_argument("--solver", choices=("auto",) + tuple(SOLVERS), default="tron",
+                   help="auto: sdca for hinge-like losses without intercept, else newton")
     p.add_argument("--tol", type=float, default=0.01,
                    help="stop at ||grad|| <= tol ||grad at 0|| (default %(default)s)")
     p.add_argument("--abs-tol", type=float, help="also stop at ||grad|| <= this")
@@ -264,9 +264,11 @@ def _checkpoint_options(args):
     if exists and not args.resume:
         raise FileExistsError(errno.EEXIST, "checkpoint exists (pass --resume to continue "
                               "it, or remove it)", args.checkpoint)
-    with Store(args.store) as store:
-        if store.multiclass:
-            raise ValueError(f"{args.store}: checkpoints are for binary stores (one-vs-rest "
+    from .api import open_source
+
+    with open_source(args.store) as source:  # one store path or several
+        if source.multiclass:
+            raise ValueError(f"{source.name}: checkpoints are for binary stores (one-vs-rest "
                              f"trains one problem per class)")
     return dict(checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every)
 
