@@ -24,8 +24,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "tools"))
 fuzz = importlib.import_module("fuzz_svmlight")
 
-# One document taking this long is a hang: the process ends with a traceback.
-WATCHDOG_SECONDS = 120
+# A test taking this long has hung (numba's first compilation included): the process ends
+# with a traceback.
+WATCHDOG_SECONDS = 600
 
 
 @pytest.fixture(autouse=True)

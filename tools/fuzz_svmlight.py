@@ -537,6 +537,9 @@ def run(n_examples, seed, timeout, convert_every, save_failures=None):
     failures = []
     folder = tempfile.mkdtemp(prefix="fuzz-svmlight-")
     try:
+        # compile every kernel first: numba's compilation is not a hang
+        check_convert(b"1 1:1\n-1 2:1\n", {}, folder, 4, 1)
+        check_multiclass(b"1 1:1\n2 2:1\n3 1:2\n", {}, folder, 4, 1)
         for i in range(n_examples):
             # a hang ends the run, with a traceback
             faulthandler.dump_traceback_later(timeout, exit=True, file=sys.__stderr__)
