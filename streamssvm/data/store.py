@@ -121,10 +121,10 @@ class StoreWriter:
         gzip level (1-9).
     fletcher32 : bool
         Also store HDF5's Fletcher-32 checksum with every dataset (for other HDF5 readers;
-        off by default: it adds about a quarter to the CPU time of a training pass).
+        off by default: it adds a quarter to a half to the CPU time of a training pass).
     checksums : bool
         Store our own checksum of every dataset (:mod:`.checksum`), which :class:`Store`
-        verifies on every read, for a few percent of the read time (off only to measure).
+        verifies on every read, for about a tenth of the read time (off only to measure).
     overwrite : bool
         Replace an existing ``path``.
     multiclass : bool
