@@ -20,8 +20,9 @@ from streamssvm.solvers.checkpoint import Checkpoint
 from shared_data import load_shared
 
 RESUMABLE = [("tron", {}), ("tron", dict(preconditioner=True, forcing="quadratic")),
-             ("newton", {}), ("newton", dict(hessian_sample=0.3)), ("gd", {}), ("sgd", dict(average=True)), ("pegasos", {}),
-             ("svrg", {}), ("saga", {}), ("sdca", {})]
+             ("newton", {}), ("newton", dict(hessian_sample=0.3)), ("gd", {}),
+             ("sgd", dict(average=True)), ("pegasos", {}), ("svrg", {}), ("saga", {}),
+             ("sdca", {})]
 
 
 @pytest.fixture(scope="module")

@@ -24,12 +24,12 @@ def choose_solver(loss, fit_intercept=False, weighted=False, distributed=False):
     for the L2-SVM) for a loss with a conjugate whose psi' has a kink or a sharp bend (the
     hinge, the squared hinge, the smooth hinges at small sigma), where Newton methods need
     many iterations; when SDCA cannot run (an intercept, row weights, Dask workers),
-    Pegasos for the hinge (no curvature at all) and line-search Newton for the rest; TRON
+    SGD for the hinge (no curvature at all) and line-search Newton for the rest; TRON
     for a loss that is not convex (its trust region copes with negative curvature)."""
     if not loss.convex:
         return "tron"
     if fit_intercept or weighted or distributed:
-        return "pegasos" if loss.name == "hinge" and not (weighted or distributed) else "newton"
+        return "sgd" if loss.name == "hinge" and not (weighted or distributed) else "newton"
     return "sdca" if not loss.smooth or loss.lipschitz >= SHARP else "newton"
 
 

@@ -126,6 +126,10 @@ class Schedule:
         except KeyError:
             raise ValueError(f"unknown learning_rate {learning_rate!r}; known: "
                              f"{', '.join(SCHEDULES)}") from None
+        if learning_rate == "pegasos" and objective.bias:
+            raise ValueError("Pegasos' rate 1 / (lam t) makes the first steps of an "
+                             "unregularised intercept huge (1 / lam); use solver 'sgd' (the "
+                             "optimal schedule) or fit_intercept=False")
         if learning_rate in ("constant", "invscaling") and not (np.isfinite(eta0) and eta0 > 0):
             raise ValueError(f"eta0 must be positive for {learning_rate!r}, got {eta0}")
         self.eta0, self.power_t = float(eta0), float(power_t)
