@@ -263,7 +263,7 @@ def test_the_comparison_table_puts_ours_beside_the_paper(tool_output):
     out, _ = tool_output
     results = read_json(out / "tiny.json")
     accuracy, seconds = markdown_tables((out / "tables.md").read_text())
-    assert accuracy[0] == ["method / loss", "tiny", "paper NEWS20", "paper REALSIM",
+    assert accuracy[0] == ["method / loss", "tiny (3 runs)", "paper NEWS20", "paper REALSIM",
                            "paper RCV1"]
     assert accuracy[4] == ["TRON smooth Hinge loss psi_G",
                            accuracy[4][1], "96.73 ± 0.21", "97.41 ± 0.12", "97.61 ± 0.04"]

@@ -235,9 +235,11 @@ def render_markdown(results, figures=None):
 def comparison_tables(results_list):
     """Tables 2 and 3 across data sets, beside the paper's: rows are the six methods,
     columns our data sets then the paper's (test accuracy %, seconds)."""
-    names = [r["dataset"]["name"] for r in results_list]
+    results_list = [r for r in results_list if "methods" in r]
     by = [{f"{m['method']} {m['losses']}": m for m in r["methods"]["summary"]}
-          for r in results_list if "methods" in r]
+          for r in results_list]
+    names = [f"{r['dataset']['name']} ({r['methods']['summary'][0]['n_runs']} runs)"
+             for r in results_list]
     keys = list(PAPER_ACCURACY)
     accuracy, seconds = [], []
     for key in keys:
