@@ -153,20 +153,22 @@ def run(args):
 
 
 def write_report(json_path, out_dir, plots=True):
-    """NAME.md and the figures, from the results file alone."""
+    """NAME.md and the figures, from the results file alone; without ``plots``, the
+    figures already in ``out_dir`` are linked as they are."""
     results = read_json(json_path)
     name = results["dataset"]["name"]
     figures = {}
-    if plots:
-        for part, plot in (("sweep", plot_sweep), ("convergence", plot_convergence)):
-            if part in results:
-                figures[part] = f"{name}-{part}.png"
-                plot(results, os.path.join(out_dir, figures[part]))
+    for part, plot in (("sweep", plot_sweep), ("convergence", plot_convergence)):
+        path = os.path.join(out_dir, f"{name}-{part}.png")
+        if part in results and plots:
+            plot(results, path)
+        if part in results and os.path.exists(path):
+            figures[part] = os.path.basename(path)
     md_path = os.path.join(out_dir, f"{name}.md")
     with atomic_output(md_path, overwrite=True) as tmp:
         with open(tmp, "w") as fh:
             fh.write(render_markdown(results, figures))
-    log(f"wrote {md_path}" + "".join(f", {f}" for f in figures.values()))
+    log(f"wrote {md_path}" + (f" (figures: {', '.join(figures.values())})" if figures else ""))
 
 
 def render(args):
