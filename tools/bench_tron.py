@@ -167,7 +167,7 @@ with Store(path) as store:
         runs[name] = dict(seconds=time.perf_counter() - start, passes=result.passes,
                           iters=result.n_iter, cached_sweeps=obj.cached_sweeps,
                           converged=result.converged, f=result.f)
-    print(json.dumps(dict(pass_seconds=times, runs=runs)))
+        print(json.dumps(dict(pass_seconds=times, runs=runs)), flush=True)
 """
 
 _READ = r"""
@@ -184,8 +184,12 @@ print(n / (time.perf_counter() - start))
 
 
 def run_capped(cap_mb, code, *argv):
+    """The last line a capped child printed, and its peak memory; a child that died (e.g.
+    killed at the cap) is reported and its last line still returned."""
     proc = subprocess.run([os.path.join(BIN, "run-capped"), str(cap_mb), sys.executable, "-c", code,
-                           *map(str, argv)], capture_output=True, text=True, check=True)
+                           *map(str, argv)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(f"child exited with {proc.returncode}: {proc.stderr.strip()[-300:]}")
     peak = next(int(t.split("=")[1]) for t in proc.stderr.split() if t.startswith("peak_mb="))
     return proc.stdout.strip().splitlines()[-1], peak
 

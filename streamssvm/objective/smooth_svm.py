@@ -264,21 +264,30 @@ class SmoothSVMObjective:
     def subsampled(self, state, fraction, rng):
         """``state`` with the Hessian of a random ``fraction`` of its rows, their curvature
         divided by ``fraction`` (Byrd, Chin, Neveitt & Nocedal's subsampled Hessian,
-        unbiased); f, the gradient and the margins unchanged. The sampled rows are copied into memory:
-        from the state's copy of the curved rows (no pass), or by one pass."""
+        unbiased); f, the gradient and the margins unchanged. The sampled rows are copied
+        into memory within ``cache_bytes``: from the state's copy of the curved rows (no
+        pass), or by one pass; when they do not fit, Hessian products stream the source
+        and compute on the sampled rows only."""
         if not 0 < fraction <= 1:
             raise ValueError(f"the Hessian sample fraction must be in (0, 1], got {fraction}")
-        parts = state.curved_rows
-        if parts is None:  # a generator: each block is gathered before the next is read
-            parts = ((b.indptr, b.indices, b.data,
-                      state.curvature[b.row_start:b.row_start + b.n_rows])
-                     for b in self._pass(scatter=False))
-        sampled = []
-        for indptr, indices, data, curvature in parts:
-            keep = rng.random(curvature.shape[0]) < fraction
-            sampled.append(kernels.gather_curved_rows(
-                indptr, indices, data, np.where(keep, curvature / fraction, 0.0)))
-        return dataclasses.replace(state, curved_rows=sampled)
+        if state.curved_rows is not None:
+            sampled = []
+            for indptr, indices, data, curvature in state.curved_rows:
+                keep = rng.random(curvature.shape[0]) < fraction
+                sampled.append(kernels.gather_curved_rows(
+                    indptr, indices, data, np.where(keep, curvature / fraction, 0.0)))
+            return dataclasses.replace(state, curved_rows=sampled)
+        keep = rng.random(self.n_samples) < fraction
+        curvature = np.where(keep, state.curvature / fraction, 0.0)
+        sampled, cached = [], 0
+        for b in self._pass(scatter=False):
+            part = kernels.gather_curved_rows(
+                b.indptr, b.indices, b.data, curvature[b.row_start:b.row_start + b.n_rows])
+            cached += sum(a.nbytes for a in part)
+            if cached > self.cache_bytes:  # stream instead
+                return dataclasses.replace(state, curvature=curvature, curved_rows=None)
+            sampled.append(part)
+        return dataclasses.replace(state, curvature=curvature, curved_rows=sampled)
 
     def _block_weights(self, block_rows):
         """The row weights of a block (None when unweighted)."""
