@@ -139,6 +139,13 @@ def test_auto_base_refuses_an_index_that_overflows_once_zero_based():
         parse_svmlight_bytes(text, zero_based=True)
 
 
+def test_a_refusal_is_judged_on_the_whole_token():
+    """Found by a long run of the tool: the error quotes 40 characters of a token, and the
+    underscore that made it invalid came later."""
+    text = b"1 1:0." + b"3" * 60 + b"_3\n-1 2:1\n"
+    assert fuzz.check(text, {}).startswith("refused: digits grouped with '_'")
+
+
 # --- long inputs finish ----------------------------------------------------------------------
 def test_overlong_line_and_token_parse_like_sklearn():
     row = b" ".join(b"%d:%d.5" % (j, j % 9) for j in range(1, 200_001))
