@@ -42,7 +42,7 @@ class RowSubset(BlockSource):
         self.n_features = source.n_features
         self.classes = source.classes
         self.value_dtype = source.value_dtype
-        self.in_memory = getattr(source, "in_memory", False)
+        self.in_memory = source.in_memory
         bounds = np.searchsorted(rows, source.row_offsets)
         self._base_blocks = np.flatnonzero(np.diff(bounds))
         self.row_offsets = np.append(0, bounds[self._base_blocks + 1]).astype(np.int64)
