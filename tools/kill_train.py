@@ -1,0 +1,102 @@
+"""Kill a checkpointing training with SIGKILL again and again, then resume it (issue 6).
+
+Each trial starts ``streamssvm train STORE --checkpoint ... --resume`` (plain SGD on the
+psi_G loss, seeded, a checkpoint after every epoch) and kills it: every other trial at a
+random moment (start-up included), the others at a random moment after the child has
+written a checkpoint. After every kill it checks what is on disk: no model file, and a
+checkpoint that is absent or whole, whose epoch never goes back. Then one last run resumes
+to the end, and its model must equal, bit for bit, that of an uninterrupted run.
+
+Example:
+    python tools/kill_train.py STORE --kills 100
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+
+def command(store, model, checkpoint, epochs):
+    """The CLI training, resuming from ``checkpoint`` when there is one."""
+    args = [sys.executable, "-m", "streamssvm", "train", str(store), "-o", str(model),
+            "--loss", "psi_g", "--lam", "1e-4", "--solver", "sgd", "--max-iter", str(epochs),
+            "--seed", "11", "--tol", "0", "--threads", "1", "--quiet", "--overwrite"]
+    if checkpoint is not None:
+        args += ["--checkpoint", str(checkpoint), "--checkpoint-every", "0"]
+        if os.path.exists(checkpoint):
+            args.append("--resume")
+    return args
+
+
+def _mtime(path):
+    return os.stat(path).st_mtime_ns if os.path.exists(path) else None
+
+
+def run(store, workdir, n_kills, seed=0, epochs=60):
+    """``n_kills`` killed trials, then a resume. Returns ``(epochs seen after each kill,
+    trials that finished before their kill, whether the resumed model equals the
+    uninterrupted one)``; raises AssertionError on anything torn or missing."""
+    from streamssvm import Model
+
+    straight = os.path.join(workdir, "straight.npz")
+    subprocess.run(command(store, straight, None, epochs), check=True)
+    model, checkpoint = os.path.join(workdir, "model.npz"), os.path.join(workdir, "run.ckpt")
+    rng = np.random.default_rng(seed)
+    seen, finished, kills = [], 0, 0
+    while kills < n_kills:
+        before = _mtime(checkpoint)
+        child = subprocess.Popen(command(store, model, checkpoint, epochs),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if kills % 2:  # during training: once a checkpoint has been written
+            deadline = time.monotonic() + 60
+            while child.poll() is None and time.monotonic() < deadline \
+                    and _mtime(checkpoint) == before:
+                time.sleep(0.01)
+            time.sleep(rng.uniform(0.0, 0.3))
+        else:  # anywhere, start-up included
+            time.sleep(rng.uniform(0.0, 1.5))
+        if child.poll() is not None:  # finished before the kill: start over
+            assert child.returncode == 0, child.stderr.read().decode()
+            finished += 1
+            os.unlink(model)
+            os.unlink(checkpoint)
+            continue
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        kills += 1
+        assert not os.path.exists(model), "a killed training left a model file"
+        if os.path.exists(checkpoint):
+            with np.load(checkpoint, allow_pickle=False) as z:
+                epoch = json.loads(str(z["meta"]))["epoch"]
+            assert not seen or epoch >= seen[-1], f"checkpoint went back: {seen[-1]} -> {epoch}"
+            seen.append(epoch)
+    subprocess.run(command(store, model, checkpoint, epochs), check=True)
+    equal = bool(np.array_equal(Model.load(straight).coef_, Model.load(model).coef_))
+    return seen, finished, equal
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("store", help="a binary store to train on")
+    parser.add_argument("--kills", type=int, default=100)
+    parser.add_argument("--epochs", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as workdir:
+        seen, finished, equal = run(args.store, workdir, args.kills, args.seed, args.epochs)
+    print(f"{args.kills} trainings killed (checkpoint epochs after the kills: "
+          f"{seen[0] if seen else '-'} .. {seen[-1] if seen else '-'}, {len(seen)} with a "
+          f"checkpoint); {finished} finished before their kill; resumed model "
+          f"{'equals' if equal else 'DIFFERS FROM'} the uninterrupted one")
+    return 0 if equal else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
