@@ -3,9 +3,10 @@
 Each trial starts ``streamssvm train STORE --checkpoint ... --resume`` (plain SGD on the
 psi_G loss, seeded, a checkpoint after every epoch) and kills it: every other trial at a
 random moment (start-up included), the others at a random moment after the child has
-written a checkpoint. After every kill it checks what is on disk: no model file, and a
-checkpoint that is absent or whole, whose epoch never goes back. Then one last run resumes
-to the end, and its model must equal, bit for bit, that of an uninterrupted run.
+written a checkpoint. After every kill it checks what is on disk: no model file (or, when
+the kill came after the model was renamed into place, the whole final model), and a
+checkpoint that is absent or whole, whose epoch never goes back. Then one last run
+resumes to the end, and its model must equal, bit for bit, that of an uninterrupted run.
 
 Example:
     python tools/kill_train.py STORE --kills 100
@@ -41,8 +42,8 @@ def _mtime(path):
 
 def run(store, workdir, n_kills, seed=0, epochs=60):
     """``n_kills`` killed trials, then a resume. Returns ``(epochs seen after each kill,
-    trials that finished before their kill, whether the resumed model equals the
-    uninterrupted one)``; raises AssertionError on anything torn or missing."""
+    trials that finished (or wrote their model) before their kill, whether the resumed
+    model equals the uninterrupted one)``; raises AssertionError on anything torn."""
     from streamssvm import Model
 
     straight = os.path.join(workdir, "straight.npz")
@@ -71,7 +72,13 @@ def run(store, workdir, n_kills, seed=0, epochs=60):
         child.send_signal(signal.SIGKILL)
         child.wait()
         kills += 1
-        assert not os.path.exists(model), "a killed training left a model file"
+        if os.path.exists(model):  # killed after the model was written: it must be whole
+            assert np.array_equal(Model.load(model).coef_, Model.load(straight).coef_), \
+                "a killed training left a model that differs from the uninterrupted one"
+            finished += 1
+            os.unlink(model)
+            os.unlink(checkpoint)
+            continue
         if os.path.exists(checkpoint):
             with np.load(checkpoint, allow_pickle=False) as z:
                 epoch = json.loads(str(z["meta"]))["epoch"]
