@@ -86,7 +86,7 @@ def test_training_killed_twenty_times_resumes_to_the_uninterrupted_model(tmp_pat
     work = tmp_path / "work"
     work.mkdir()
     seen, finished, equal = kill_train.run(store, work, 20, seed=0)
-    assert len(seen) >= 10 and seen[-1] > 0  # most kills landed after a checkpoint
+    assert len(seen) >= 10 and max(seen) > 0  # most kills landed after a checkpoint
     assert equal
     leftovers = [p for p in os.listdir(work) if ".tmp-" in p]
     assert all(p.startswith(".run.ckpt.tmp-") for p in leftovers)  # only a killed write's

@@ -50,7 +50,7 @@ def run(store, workdir, n_kills, seed=0, epochs=60):
     subprocess.run(command(store, straight, None, epochs), check=True)
     model, checkpoint = os.path.join(workdir, "model.npz"), os.path.join(workdir, "run.ckpt")
     rng = np.random.default_rng(seed)
-    seen, finished, kills = [], 0, 0
+    seen, finished, kills, last = [], 0, 0, -1
     while kills < n_kills:
         before = _mtime(checkpoint)
         child = subprocess.Popen(command(store, model, checkpoint, epochs),
@@ -68,6 +68,7 @@ def run(store, workdir, n_kills, seed=0, epochs=60):
             finished += 1
             os.unlink(model)
             os.unlink(checkpoint)
+            last = -1  # a new training from scratch
             continue
         child.send_signal(signal.SIGKILL)
         child.wait()
@@ -78,12 +79,14 @@ def run(store, workdir, n_kills, seed=0, epochs=60):
             finished += 1
             os.unlink(model)
             os.unlink(checkpoint)
+            last = -1
             continue
         if os.path.exists(checkpoint):
             with np.load(checkpoint, allow_pickle=False) as z:
                 epoch = json.loads(str(z["meta"]))["epoch"]
-            assert not seen or epoch >= seen[-1], f"checkpoint went back: {seen[-1]} -> {epoch}"
+            assert epoch >= last, f"checkpoint went back: {last} -> {epoch}"
             seen.append(epoch)
+            last = epoch
     subprocess.run(command(store, model, checkpoint, epochs), check=True)
     equal = bool(np.array_equal(Model.load(straight).coef_, Model.load(model).coef_))
     return seen, finished, equal
