@@ -21,7 +21,6 @@ Sparse steps stay O(nnz of the row), never O(n_features):
 
 import math
 
-import numpy as np
 from numba import njit
 
 from ..losses._scalar import HINGE
