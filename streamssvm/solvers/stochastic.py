@@ -50,6 +50,7 @@ class EpochRun:
         while run.next_epoch():
             for block, rows in objective.shuffled_blocks(run.rng): ...
             run.end_epoch(w)          # w: the iterate after the epoch
+            run.save(w, **arrays)     # the checkpoint, if one was asked for
         return run.result(w)
     """
 
