@@ -133,3 +133,27 @@ def test_sigma_path_reaches_the_same_optimum(a9a):
     assert sigmas[0] == 2.0 ** -2 and sigmas[-1] == 2.0 ** -6 and sigmas == sorted(sigmas, reverse=True)
     passes = [h["passes"] for h in path.history]
     assert passes == sorted(passes) and passes[-1] == path.params["passes"]
+
+
+@pytest.mark.parametrize("loss,solver_type", [("squared_hinge", 2), ("logistic", 0)])
+def test_newton_takes_liblinears_steps(a9a, capfd, loss, solver_type):
+    """The same algorithm as LIBLINEAR's Newton (-s 2 / -s 0, since 2.40): the same CG
+    steps per iteration and Armijo steps, the same objective (LIBLINEAR's f is ours /
+    lambda). LIBLINEAR states its CG tolerance and preconditioner on the objective scaled
+    by 1 / lambda; taken literally on ours they would take other steps."""
+    from liblinear.liblinearutil import parameter, problem, train
+
+    X, y = a9a
+    lam = 1e-4
+    capfd.readouterr()
+    train(problem(y, X), parameter(f"-s {solver_type} -c {1 / (lam * X.shape[0])} -e 0.01"))
+    printed = capfd.readouterr().out
+    theirs = [(int(line.split("CG")[1].split()[0]), float(line.split("step_size")[1]),
+               float(line.split()[3]) * lam)
+              for line in printed.splitlines() if line.startswith("iter")]
+    assert len(theirs) >= 3
+    result = newton(SmoothSVMObjective(InMemorySource(X, y), loss, lam), tol=0.01,
+                    liblinear_tol=True)
+    ours = [(h["cg_steps"], h["step"], h["f"]) for h in result.history[1:]]
+    assert [o[:2] for o in ours] == [t[:2] for t in theirs]
+    np.testing.assert_allclose([o[2] for o in ours], [t[2] for t in theirs], rtol=1e-3)

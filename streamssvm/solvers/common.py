@@ -5,6 +5,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.linalg.blas import daxpy
 from tqdm.auto import tqdm
 
 PRECONDITIONER_WEIGHT = 0.01
@@ -56,11 +57,16 @@ def stopping_threshold(objective, grad0_norm, tol, abs_tol=None, liblinear_tol=F
 
 
 def diag_preconditioner(objective, state, enabled):
-    """M = 0.99 I + 0.01 diag(H) (Hsia, Chiang & Lin 2018), or None (M = I) when not
-    ``enabled``."""
+    """M = 0.99 I + 0.01 diag(H) / lambda (Hsia, Chiang & Lin 2018), or None (M = I) when
+    not ``enabled``.
+
+    Hsia et al. (and LIBLINEAR) state M for the objective scaled by 1 / lambda, whose
+    Hessian is I + C X^T D X with C = 1 / (lambda n); taken on our H = lambda I + X^T D X / n
+    it would be 0.99 I plus a negligible diagonal, and precondition nothing."""
     if not enabled:
         return None
-    return (1 - PRECONDITIONER_WEIGHT) + PRECONDITIONER_WEIGHT * objective.hess_diag(state)
+    diag = objective.hess_diag(state)
+    return (1 - PRECONDITIONER_WEIGHT) + (PRECONDITIONER_WEIGHT / objective.lam) * diag
 
 
 def line_search(objective, state, direction, eta=ARMIJO_ETA):
@@ -108,9 +114,9 @@ class PreconditionedCG:
         self.ztr = float(self.z @ self.r)
 
     def move(self, alpha, hd):
-        """s += alpha d, r -= alpha H d."""
-        self.s += np.multiply(self.d, alpha, out=self.work)
-        self.r -= np.multiply(hd, alpha, out=self.work)
+        """s += alpha d, r -= alpha H d (BLAS axpy, in place: one sweep each)."""
+        daxpy(self.d, self.s, a=alpha)
+        daxpy(hd, self.r, a=-alpha)
 
     def next_direction(self):
         """d = M^-1 r + (z.r / previous z.r) d."""

@@ -25,10 +25,14 @@ from .common import PreconditionedCG, Run, diag_preconditioner, line_search
 
 def _newton_cg(objective, state, precond, eps_cg):
     """Preconditioned CG on H s = -g, stopped when the quadratic model's decrease stalls:
-    j (Q_j - Q_{j-1}) >= cgtol Q_j with cgtol = min(eps_cg, sqrt(||g||_{M^-1}))."""
+    j (Q_j - Q_{j-1}) >= cgtol Q_j with cgtol = min(eps_cg, sqrt(||g / lambda||_{M^-1})).
+
+    LIBLINEAR takes sqrt(||g||_{M^-1}) on the objective scaled by 1 / lambda; on ours the
+    gradient is lambda times smaller, and the tolerance would shrink with lambda (news20,
+    lambda 1e-5: 44 CG steps against LIBLINEAR's 31 to the same eps)."""
     cg = PreconditionedCG(state.grad, precond)
     g, s, d = cg.g, cg.s, cg.d
-    cgtol = min(eps_cg, np.sqrt(np.sqrt(cg.ztr)))
+    cgtol = min(eps_cg, np.sqrt(np.sqrt(cg.ztr) / objective.lam))
     q_prev = 0.0
     steps = 0
     while steps < max(len(g), 5):
