@@ -128,10 +128,12 @@ class DaskStores(StoreSet):
         return key
 
     def _scatter(self, x):
-        """``x`` sent to every shard's worker, as one future."""
+        """``x`` sent to one of the shards' workers, as one future (the others fetch it).
+
+        Not a broadcast: the scheduler replicates a broadcast to every worker named, and
+        retries a worker killed meanwhile for as long as it still lists it (minutes)."""
         try:
-            return self.client.scatter(x, workers=sorted(set(self.owners)), broadcast=True,
-                                       hash=False)
+            return self.client.scatter(x, workers=sorted(set(self.owners)), hash=False)
         except (OSError, ValueError) as exc:  # a worker gone (or going) while sending
             self._raise_lost(exc)
 
