@@ -93,12 +93,14 @@ def test_newton_on_one_store_split_by_blocks_gives_the_local_model(a9a_stores, c
     assert_same_model(result, local["newton"])
 
 
-def test_oracle_calls_match_the_local_objective(a9a_stores, client):
+@pytest.mark.parametrize("hold", [False, True])
+def test_oracle_calls_match_the_local_objective(a9a_stores, client, hold):
     """Every oracle call, including the streamed Hessian products (no curved-row cache)
-    and the intercept, against the local objective at random points."""
+    or those from the held data, and the intercept, against the local objective at
+    random points."""
     full, halves = a9a_stores
     rng = np.random.default_rng(1)
-    options = dict(fit_intercept=True, intercept_scaling=2.0, cache_curved=False)
+    options = dict(fit_intercept=True, intercept_scaling=2.0, cache_curved=False, hold=hold)
     with Store(full) as store, DaskStores(halves, client) as stores:
         mine = DaskObjective(stores, "psi_m", LAM, sigma=0.25, **options)
         ref = SmoothSVMObjective(store, "psi_m", LAM, sigma=0.25, **options)
@@ -112,7 +114,8 @@ def test_oracle_calls_match_the_local_objective(a9a_stores, client):
                mine.value_on_segment(a, b, 0.3)]
         for value, reference in zip(got, expected):
             np.testing.assert_allclose(value, reference, rtol=1e-12, atol=1e-15)
-        assert (mine.passes, mine.cached_sweeps) == (ref.passes, ref.cached_sweeps) == (5, 0)
+        expected_counts = (3, 2) if hold else (5, 0)
+        assert (mine.passes, mine.cached_sweeps) == (ref.passes, ref.cached_sweeps) == expected_counts
 
 
 def _held_points(client):

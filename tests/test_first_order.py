@@ -109,8 +109,8 @@ def test_line_search_solvers_never_increase_the_objective(data, solver):
 def test_subsampled_newton_keeps_its_sample_in_memory(data, tmp_path):
     path = tmp_path / "a9a.h5"
     write_store(path, _source(data))
-    with Store(path) as store:
-        objective = _objective(store)
+    with Store(path) as store:  # the held data's sample is tested with the objective
+        objective = SmoothSVMObjective(store, "psi_g", LAM, hold=False)
         state = objective.evaluate(np.zeros(objective.n_variables))
         before = objective.passes
         rng = np.random.default_rng(0)
@@ -124,7 +124,7 @@ def test_subsampled_newton_keeps_its_sample_in_memory(data, tmp_path):
         assert np.linalg.norm(approx - full) < 0.5 * np.linalg.norm(full)
         with pytest.raises(ValueError, match="fraction"):
             objective.subsampled(state, 0.0, rng)
-        streamed = SmoothSVMObjective(store, "psi_g", LAM, cache_curved=False)
+        streamed = SmoothSVMObjective(store, "psi_g", LAM, cache_curved=False, hold=False)
         state = streamed.evaluate(np.zeros(objective.n_variables))
         assert state.curved_rows is None
         sampled = streamed.subsampled(state, 0.25, np.random.default_rng(0))

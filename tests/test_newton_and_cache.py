@@ -76,7 +76,7 @@ def test_curved_row_cache_gives_the_same_iterates_with_fewer_passes(a9a_store, l
             # cache, so the iterates agree to the last bit (with two threads the rows are
             # split differently and CG amplifies the rounding on this ill-conditioned set)
             objective = SmoothSVMObjective(store, loss, 1e-4, sigma=sigma, cache_curved=cache,
-                                           cache_bytes=budget, n_threads=1)
+                                           cache_bytes=budget, n_threads=1, hold=False)
             runs[cache, budget] = (tron(objective, tol=1e-6), objective.cached_sweeps)
     plain, _ = runs[False, None]
     cached, sweeps = runs[True, None]
@@ -92,7 +92,7 @@ def test_curved_row_cache_gives_the_same_iterates_with_fewer_passes(a9a_store, l
 def test_curved_rows_are_the_rows_with_curvature(a9a):
     """squared hinge: exactly the rows with margin < 1 are kept."""
     objective = SmoothSVMObjective(InMemorySource(*a9a, block_rows=1000), "squared_hinge", 1e-4,
-                                   cache_curved=True)
+                                   cache_curved=True, hold=False)
     w = np.random.default_rng(1).standard_normal(objective.n_variables) * 0.3
     state = objective.evaluate(w)
     kept = sum(len(part[3]) for part in state.curved_rows)

@@ -11,6 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 from shared_data import load_shared
+from streamssvm import kernels
 from streamssvm.data import InMemorySource, Store
 from streamssvm.data import store
 from streamssvm.losses import get_loss
@@ -111,13 +112,19 @@ def assert_same_oracle(a, b, rtol=1e-12):
 
 # ---------------------------------------------------------------- derivatives
 
+# the two ways the oracle computes: from the data held by rows and columns, or block by
+# block with per-thread scatter vectors (the streamed path)
+HOLDS = [pytest.param(True, id="held"), pytest.param(False, id="streamed")]
+
+
+@pytest.mark.parametrize("hold", HOLDS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("bias", INTERCEPTS)
 @pytest.mark.parametrize("loss, sigma", LOSSES)
-def test_gradient_against_five_point_differences(loss, sigma, bias, dtype):
+def test_gradient_against_five_point_differences(loss, sigma, bias, dtype, hold):
     X, y = random_problem(dtype=dtype, seed=3)
     obj = SmoothSVMObjective(InMemorySource(X, y), loss, lam=1e-2, sigma=sigma,
-                             fit_intercept=bool(bias), intercept_scaling=bias or 1.0)
+                             fit_intercept=bool(bias), intercept_scaling=bias or 1.0, hold=hold)
     w = point(obj)
     assert obj.value(w) == pytest.approx(obj.evaluate(w).f, rel=1e-14)
     assert_gradient_matches_differences(obj, w, np.random.default_rng(7))
@@ -137,13 +144,14 @@ def assert_gradient_matches_differences(obj, w, rng):
         assert abs(fd - state.grad @ v) <= 1e-7 * state.grad_norm + 1e-9, (fd, state.grad @ v)
 
 
+@pytest.mark.parametrize("hold", HOLDS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("bias", INTERCEPTS)
 @pytest.mark.parametrize("loss, sigma", LOSSES)
-def test_hessian_vector_product_against_gradient_differences(loss, sigma, bias, dtype):
+def test_hessian_vector_product_against_gradient_differences(loss, sigma, bias, dtype, hold):
     X, y = random_problem(dtype=dtype, seed=4)
     obj = SmoothSVMObjective(InMemorySource(X, y), loss, lam=1e-2, sigma=sigma,
-                             fit_intercept=bool(bias), intercept_scaling=bias or 1.0)
+                             fit_intercept=bool(bias), intercept_scaling=bias or 1.0, hold=hold)
     assert_hessp_matches_differences(obj, point(obj, seed=2), np.random.default_rng(8))
 
 
@@ -159,14 +167,15 @@ def assert_hessp_matches_differences(obj, w, rng):
         np.testing.assert_allclose(hv, fd, rtol=1e-5, atol=1e-6 * np.linalg.norm(hv))
 
 
+@pytest.mark.parametrize("hold", HOLDS)
 @pytest.mark.parametrize("bias", INTERCEPTS)
 @pytest.mark.parametrize("loss, sigma", LOSSES)
-def test_against_explicit_dense_hessian(loss, sigma, bias):
+def test_against_explicit_dense_hessian(loss, sigma, bias, hold):
     """f, g against numpy; Hv and the diagonal against X^T D X, and e_j^T H e_j."""
     X, y = random_problem(n=60, d=12, density=0.4, seed=5)
     lam = 0.05
     obj = SmoothSVMObjective(InMemorySource(X, y), loss, lam=lam, sigma=sigma,
-                             fit_intercept=bool(bias), intercept_scaling=bias or 1.0)
+                             fit_intercept=bool(bias), intercept_scaling=bias or 1.0, hold=hold)
     w = point(obj, seed=3)
     f, grad, hess = reference(X, np.where(y > 0, 1.0, -1.0), loss, sigma, lam, bias, w)
     state = obj.evaluate(w)
@@ -203,7 +212,7 @@ def test_one_block_equals_many_uneven_blocks(loss, sigma, bias, dtype, blocking)
     X, y = random_problem(n=131, d=40, dtype=dtype, seed=6)
     kw = dict(lam=1e-3, sigma=sigma, fit_intercept=bool(bias), intercept_scaling=bias or 1.0)
     whole = SmoothSVMObjective(InMemorySource(X, y), loss, **kw)
-    cut = SmoothSVMObjective(InMemorySource(X, y, **blocking), loss, **kw)
+    cut = SmoothSVMObjective(InMemorySource(X, y, **blocking), loss, hold=False, **kw)
     assert whole.source.n_blocks == 1
     assert cut.source.n_blocks > 1 or blocking.get("block_rows") == 1000
     w = point(whole)
@@ -216,17 +225,18 @@ def test_one_block_equals_many_blocks_on_a9a():
     X, y = a9a_subset(6000)
     kw = dict(lam=1e-4, sigma=2.0 ** -6, fit_intercept=True)
     whole = SmoothSVMObjective(InMemorySource(X, y), "psi_g", **kw)
-    cut = SmoothSVMObjective(InMemorySource(X, y, block_nnz=5000), "psi_g", **kw)
+    cut = SmoothSVMObjective(InMemorySource(X, y, block_nnz=5000), "psi_g", hold=False, **kw)
     assert cut.source.n_blocks > 10
     w = point(whole, scale=0.3)
     s = np.random.default_rng(12).normal(size=whole.n_variables)
     assert_same_oracle(oracle_outputs(cut, w, s), oracle_outputs(whole, w, s))
 
 
+@pytest.mark.parametrize("hold", HOLDS)
 @pytest.mark.parametrize("compression", [None, "gzip"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("bias", INTERCEPTS)
-def test_store_file_equals_in_memory_source(tmp_path, compression, dtype, bias):
+def test_store_file_equals_in_memory_source(tmp_path, compression, dtype, bias, hold):
     X, y = random_problem(n=503, d=40, dtype=dtype, seed=13)
     path = write_store(tmp_path / "data.h5", X, y, compression=compression, block_rows=37)
     kw = dict(lam=1e-3, sigma=2.0 ** -3, fit_intercept=bool(bias), intercept_scaling=bias or 1.0)
@@ -234,17 +244,18 @@ def test_store_file_equals_in_memory_source(tmp_path, compression, dtype, bias):
     with Store(path) as store:
         assert store.n_blocks == 14 and store.value_dtype == dtype
         assert store.metadata["options"]["compression"] == compression
-        on_disk = SmoothSVMObjective(store, "psi_m", **kw)
+        on_disk = SmoothSVMObjective(store, "psi_m", hold=hold, **kw)
         w = point(memory)
         s = np.random.default_rng(14).normal(size=memory.n_variables)
         assert_same_oracle(oracle_outputs(on_disk, w, s), oracle_outputs(memory, w, s))
         assert on_disk.value(w) == pytest.approx(memory.value(w), rel=1e-12, abs=0)
 
 
+@pytest.mark.parametrize("hold", HOLDS)
 @pytest.mark.parametrize("loss, sigma", [LOSSES[1], LOSSES[4]])
-def test_two_threads_equal_one_thread(loss, sigma):
+def test_two_threads_equal_one_thread(loss, sigma, hold):
     X, y = a9a_subset(8000)
-    kw = dict(lam=1e-4, sigma=sigma, fit_intercept=True)
+    kw = dict(lam=1e-4, sigma=sigma, fit_intercept=True, hold=hold)
     for blocking in (dict(), dict(block_nnz=20000)):
         serial = SmoothSVMObjective(InMemorySource(X, y, **blocking), loss, n_threads=1, **kw)
         threaded = SmoothSVMObjective(InMemorySource(X, y, **blocking), loss, n_threads=2, **kw)
@@ -259,7 +270,7 @@ def test_two_threads_equal_one_thread(loss, sigma):
 def test_every_oracle_call_is_one_pass():
     X, y = random_problem(seed=16)
     obj = SmoothSVMObjective(InMemorySource(X, y, block_rows=50), "psi_g", lam=1e-2,
-                             cache_curved=False)
+                             cache_curved=False, hold=False)
     w = point(obj)
     assert obj.passes == 0
     state = obj.evaluate(w)
@@ -284,7 +295,7 @@ def test_store_passes_and_cached_curved_rows(tmp_path):
         results = {}
         for cache, cache_bytes in ((False, None), (True, None), (True, 0)):
             obj = SmoothSVMObjective(store, "squared_hinge", lam=1e-2, fit_intercept=True,
-                                     cache_curved=cache, cache_bytes=cache_bytes)
+                                     cache_curved=cache, cache_bytes=cache_bytes, hold=False)
             w = point(obj)
             state = obj.evaluate(w)
             assert obj.passes == 1
@@ -299,6 +310,57 @@ def test_store_passes_and_cached_curved_rows(tmp_path):
             results[cache, cache_bytes] = (state.f, state.grad, hv, diag)
         assert_same_oracle(results[True, None], results[False, None])
         assert_same_oracle(results[True, 0], results[False, None])
+
+
+def test_held_data_is_read_once_and_products_read_nothing(tmp_path):
+    """hold: the first evaluate reads the store (one pass), Hessian products and diagonals
+    then come from memory; the numbers equal the streamed oracle's, row weights included.
+    A budget too small for the data and its transpose streams instead."""
+    X, y = random_problem(n=503, seed=24)
+    path = write_store(tmp_path / "data.h5", X, y, block_rows=40)
+    weights = np.random.default_rng(25).uniform(0.0, 3.0, X.shape[0])
+    kw = dict(lam=1e-2, fit_intercept=True, intercept_scaling=1.5, sample_weight=weights)
+    with Store(path) as source:
+        held = SmoothSVMObjective(source, "squared_hinge", hold="auto", **kw)
+        streamed = SmoothSVMObjective(source, "squared_hinge", hold=False, cache_curved=False, **kw)
+        tight = SmoothSVMObjective(source, "squared_hinge", hold="auto", cache_bytes=1000,
+                                   cache_curved=False, **kw)
+        w = point(held)
+        s = np.random.default_rng(26).normal(size=held.n_variables)
+        outputs = [oracle_outputs(obj, w, s) for obj in (held, streamed, tight)]
+        assert (held.passes, held.cached_sweeps) == (1, 2)
+        assert (streamed.passes, streamed.cached_sweeps) == (tight.passes, tight.cached_sweeps) == (3, 0)
+        assert_same_oracle(outputs[0], outputs[1])
+        assert_same_oracle(outputs[2], outputs[1])
+        assert held.value(w) == pytest.approx(streamed.value(w), rel=1e-12, abs=0)
+        assert held.passes == 2
+        # a subsampled Hessian needs no pass either: the sample is a mask on D
+        state = held.evaluate(w)
+        sampled = held.subsampled(state, 0.5, np.random.default_rng(27))
+        assert held.passes == 3
+        kept = sampled.curvature != 0
+        assert 0 < np.count_nonzero(kept) < np.count_nonzero(state.curvature)
+        np.testing.assert_array_equal(sampled.curvature[kept], state.curvature[kept] / 0.5)
+
+
+def test_transpose_of_a_block_with_an_offset():
+    """The CSC of rows taken out of the middle of a matrix (indptr not starting at 0),
+    with empty rows and columns, equals scipy's."""
+    X, _ = random_problem(n=200, d=30, seed=28)
+    X = sp.hstack([X, sp.csr_matrix((200, 3))]).tocsr()  # empty columns at the end
+    lo, hi = 37, 161
+    colptr, rows, values = kernels.transpose(X.indptr[lo:hi + 1], X.indices, X.data, X.shape[1])
+    expected = X[lo:hi].tocsc()
+    expected.sort_indices()
+    np.testing.assert_array_equal(colptr, expected.indptr)
+    np.testing.assert_array_equal(rows, expected.indices)
+    np.testing.assert_array_equal(values, expected.data)
+
+
+def test_hold_must_be_auto_or_a_bool():
+    X, y = random_problem(seed=29)
+    with pytest.raises(ValueError, match="hold must be"):
+        SmoothSVMObjective(InMemorySource(X, y), "psi_g", lam=1e-2, hold="yes")
 
 
 def test_state_is_not_overwritten_by_a_later_evaluate():

@@ -173,7 +173,7 @@ def test_quadratic_forcing_converges_superlinearly(small_problem, loss, sigma):
 def test_preconditioner_reaches_the_same_optimum(small_problem):
     plain = solve(make_objective(small_problem, sigma=2.0 ** -6), tol=1e-8)
     # streamed Hessian products (no in-memory copy of the curved rows): every product is a pass
-    objective = make_objective(small_problem, sigma=2.0 ** -6, cache_curved=False)
+    objective = make_objective(small_problem, sigma=2.0 ** -6, cache_curved=False, hold=False)
     pre = solve(objective, tol=1e-8, preconditioner=True)
     assert plain.converged and pre.converged
     assert pre.f == pytest.approx(plain.f, rel=1e-10)
@@ -220,7 +220,7 @@ def test_max_iter_warns_unconverged(small_problem):
 
 
 def test_history_and_pass_accounting(small_problem):
-    objective = make_objective(small_problem, sigma=2.0 ** -6, cache_curved=False)
+    objective = make_objective(small_problem, sigma=2.0 ** -6, cache_curved=False, hold=False)
     result = solve(objective, tol=1e-6)
     history = result.history
     assert all(set(h) >= HISTORY_FIELDS for h in history)

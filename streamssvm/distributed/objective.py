@@ -32,6 +32,9 @@ class DaskObjective(SmoothSVMObjective):
     cache_bytes : int, optional
         Memory for that copy on each worker, per shard (default a quarter of what the
         worker may still use).
+    hold : bool or "auto"
+        Workers hold their shard by rows and columns (as SmoothSVMObjective's ``hold``,
+        within ``cache_bytes``).
     sample_weight : None
         Row weights are not supported here (a ValueError if given).
 
@@ -46,7 +49,7 @@ class DaskObjective(SmoothSVMObjective):
 
     def __init__(self, source, loss, lam, sigma=None, fit_intercept=False,
                  intercept_scaling=1.0, n_threads=None, progress=False, cache_curved="auto",
-                 cache_bytes=None, sample_weight=None):
+                 cache_bytes=None, sample_weight=None, hold="auto"):
         if not isinstance(source, DaskStores):
             raise TypeError(f"DaskObjective needs DaskStores, got {type(source).__name__}")
         if sample_weight is not None:
@@ -54,11 +57,11 @@ class DaskObjective(SmoothSVMObjective):
         # one scatter row on the driver: it holds the workers' summed vector for _merged
         super().__init__(source, loss, lam, sigma=sigma, fit_intercept=fit_intercept,
                          intercept_scaling=intercept_scaling, n_threads=1,
-                         cache_curved=cache_curved, cache_bytes=0)
+                         cache_curved=cache_curved, cache_bytes=0, hold=False)
         self._config = dict(loss=self.loss, lam=self.lam, fit_intercept=fit_intercept,
                             intercept_scaling=intercept_scaling, n_threads=n_threads,
                             cache_curved=True if cache_curved == "auto" else cache_curved,
-                            cache_bytes=cache_bytes)
+                            cache_bytes=cache_bytes, hold=hold)
         self._id = source.register(self)
         self.recomputed_points = 0
 

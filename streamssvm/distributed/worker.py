@@ -15,7 +15,6 @@ from dataclasses import replace
 import numpy as np
 from distributed import get_worker
 
-from .. import kernels
 from ..data import StoreError, StoreSet
 from ..objective import SmoothSVMObjective
 
@@ -29,11 +28,8 @@ class ShardObjective(SmoothSVMObjective):
     ``hess_diag`` the diagonal of X^T D X, ``value`` and ``value_on_segment`` sums of psi.
     The driver adds the shards' sums, then scales and regularises them once."""
 
-    def _merged(self, x, lam):
-        out = np.empty(self.n_variables)
-        kernels.merge_parts(self._scatter, x, 0.0, 1.0, False, out)
-        self._scatter_dirty = False
-        return out
+    def _combination(self, lam):
+        return 0.0, 1.0, False
 
     def _total(self, w, loss_sum):
         return loss_sum

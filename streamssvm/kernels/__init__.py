@@ -2,10 +2,11 @@
 (``linear``); the stochastic solvers' per-row updates (``stochastic``)."""
 
 from . import stochastic
-from .linear import (decision, decision_classes, gather_curved_rows, hess_diag, hess_vec,
-                     loss_grad, loss_sum, loss_sum_along, max_row_norm2, merge_parts,
-                     row_partition)
+from .linear import (column_sums, curved_products, decision, decision_classes,
+                     gather_curved_rows, hess_diag, hess_vec, loss_coef, loss_grad, loss_sum,
+                     loss_sum_along, max_row_norm2, merge_parts, row_partition, transpose)
 
-__all__ = ["decision", "decision_classes", "gather_curved_rows", "hess_diag", "hess_vec",
-           "loss_grad", "loss_sum", "loss_sum_along", "max_row_norm2", "merge_parts",
-           "row_partition", "stochastic"]
+__all__ = ["column_sums", "curved_products", "decision", "decision_classes",
+           "gather_curved_rows", "hess_diag", "hess_vec", "loss_coef", "loss_grad", "loss_sum",
+           "loss_sum_along", "max_row_norm2", "merge_parts", "row_partition", "stochastic",
+           "transpose"]

@@ -55,23 +55,32 @@ def _axpy_row(indptr, indices, data, i, coef, bias, out):
         out[out.shape[0] - 1] += coef * bias
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _row_terms(indptr, indices, data, y, i, w, bias, code, sigma, theta, params,
+               curvature_floor, weights):
+    """Row i's margin y_i x_i.w, c_i psi, c_i psi' y_i (its coefficient in the gradient) and
+    c_i psi'' (0 below ``curvature_floor``)."""
+    yi = float(y[i])
+    margin = yi * _dot(indptr, indices, data, i, w, bias)
+    value, slope, curv = derivatives(code, margin, sigma, theta, params)
+    if not curv >= curvature_floor:
+        curv = 0.0
+    if weights is not None:
+        value, slope, curv = weights[i] * value, weights[i] * slope, weights[i] * curv
+    return margin, value, slope * yi, curv
+
+
 @njit(cache=True, nogil=True)
 def _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta, params,
                     curvature_floor, lo, hi, margins, curvature, out, weights):
     total = 0.0
     for i in range(lo, hi):
-        yi = float(y[i])
-        margin = yi * _dot(indptr, indices, data, i, w, bias)
-        value, slope, curv = derivatives(code, margin, sigma, theta, params)
-        if not curv >= curvature_floor:
-            curv = 0.0
-        if weights is not None:
-            value, slope, curv = weights[i] * value, weights[i] * slope, weights[i] * curv
+        margins[i], value, coef, curvature[i] = _row_terms(
+            indptr, indices, data, y, i, w, bias, code, sigma, theta, params, curvature_floor,
+            weights)
         total += value
-        margins[i] = margin
-        curvature[i] = curv
-        if slope != 0.0:
-            _axpy_row(indptr, indices, data, i, slope * yi, bias, out)
+        if coef != 0.0:
+            _axpy_row(indptr, indices, data, i, coef, bias, out)
     return total
 
 
@@ -182,6 +191,92 @@ def loss_sum(indptr, indices, data, y, w, bias, code, sigma, theta, params, weig
                             sigma, theta, params)[0]
         total += value if weights is None else weights[i] * value
     return total
+
+
+@njit(cache=True, nogil=True)
+def transpose(indptr, indices, data, n_columns):
+    """The block by columns (CSC): ``(colptr, rows, values)``, ``rows`` (int32) ascending
+    within each column; ``indices`` must lie in ``0 .. n_columns - 1``, the block hold
+    fewer than 2^31 rows."""
+    n = indptr.shape[0] - 1
+    start = indptr[0]
+    colptr = np.zeros(n_columns + 1, np.int64)
+    for k in range(start, indptr[n]):
+        colptr[indices[k] + 1] += 1
+    for j in range(n_columns):
+        colptr[j + 1] += colptr[j]
+    fill = colptr[:n_columns].copy()
+    rows = np.empty(indptr[n] - start, np.int32)
+    values = np.empty(indptr[n] - start, data.dtype)
+    for i in range(n):
+        for k in range(indptr[i], indptr[i + 1]):
+            p = fill[indices[k]]
+            rows[p] = i
+            values[p] = data[k]
+            fill[indices[k]] = p + 1
+    return colptr, rows, values
+
+
+@njit(cache=True, nogil=True)
+def _loss_rows(indptr, indices, data, y, w, bias, code, sigma, theta, params, curvature_floor,
+               lo, hi, margins, curvature, coef, weights):
+    total = 0.0
+    for i in range(lo, hi):
+        margins[i], value, coef[i], curvature[i] = _row_terms(
+            indptr, indices, data, y, i, w, bias, code, sigma, theta, params, curvature_floor,
+            weights)
+        total += value
+    return total
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def loss_coef(indptr, indices, data, y, w, bias, code, sigma, theta, params, curvature_floor,
+              margins, curvature, coef, n_parts, weights=None):
+    """:func:`loss_grad` without the scatter: writes c_i psi'(y_i x_i.w) y_i into ``coef``
+    (the gradient is then X^T coef, by :func:`column_sums` on the transpose). Rows run in
+    ``n_parts`` parallel ranges; no per-thread d-vectors."""
+    bounds = row_partition(indptr, n_parts)
+    partial = np.zeros(n_parts)
+    for t in prange(n_parts):
+        partial[t] = _loss_rows(indptr, indices, data, y, w, bias, code, sigma, theta, params,
+                                curvature_floor, bounds[t], bounds[t + 1], margins, curvature,
+                                coef, weights)
+    return partial.sum()
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def curved_products(indptr, indices, data, curvature, s, bias, n_parts, out):
+    """out[i] = D_ii x_i.s (0 where D_ii = 0, without reading the row): X^T out is the
+    block's X^T D X s (:func:`column_sums`)."""
+    bounds = row_partition(indptr, n_parts)
+    for t in prange(n_parts):
+        for i in range(bounds[t], bounds[t + 1]):
+            d = curvature[i]
+            out[i] = d * _dot(indptr, indices, data, i, s, bias) if d != 0.0 else 0.0
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def column_sums(colptr, rows, values, v, squared, bias, x, lam, scale, n_parts, out):
+    """out[j] = lam x[j] + scale sum_i x_ij v_i (x_ij^2 v_i if ``squared``) from the
+    transpose made by :func:`transpose`; when ``out`` has one more entry than there are
+    columns, it is the intercept's, scale bias sum_i v_i (bias^2 if ``squared``), not
+    regularised. Columns run in ``n_parts`` parallel ranges of equal nonzeros, each entry
+    written once (a gather: threads share nothing)."""
+    n_columns = colptr.shape[0] - 1
+    bounds = row_partition(colptr, n_parts)
+    for t in prange(n_parts):
+        for j in range(bounds[t], bounds[t + 1]):
+            acc = 0.0
+            if squared:
+                for k in range(colptr[j], colptr[j + 1]):
+                    value = np.float64(values[k])  # squared in float64 (data may be float32)
+                    acc += value * value * v[rows[k]]
+            else:
+                for k in range(colptr[j], colptr[j + 1]):
+                    acc += values[k] * v[rows[k]]
+            out[j] = lam * x[j] + scale * acc
+    if out.shape[0] > n_columns:
+        out[n_columns] = scale * (bias * bias if squared else bias) * v.sum()
 
 
 @njit(cache=True, nogil=True)
