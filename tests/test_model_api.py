@@ -271,3 +271,30 @@ def test_train_stream_data_errors(tmp_path):
         train_stream(X, progress=False)
     with pytest.raises(ValueError, match="two distinct labels"):
         train_stream(X, np.arange(50), progress=False)
+
+
+class _BlasWatchingSource(InMemorySource):
+    """An in-memory source that notes the BLAS thread counts whenever a block is read."""
+
+    seen = []
+
+    def read_range(self, first, stop):
+        from threadpoolctl import threadpool_info
+        self.seen.append([i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"])
+        return super().read_range(first, stop)
+
+
+def test_training_runs_blas_single_threaded_and_restores_it():
+    """BLAS threads would spin on the cores the kernels use: one while training, the
+    caller's count again afterwards."""
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas_threads()
+    X, y = load("a9a", 2000)
+    train_stream(_BlasWatchingSource(X, y), loss="squared_hinge", lam=1e-3, progress=False)
+    assert _BlasWatchingSource.seen and all(
+        counts and set(counts) == {1} for counts in _BlasWatchingSource.seen)
+    assert blas_threads() == before
