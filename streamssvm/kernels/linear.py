@@ -196,8 +196,8 @@ def loss_sum(indptr, indices, data, y, w, bias, code, sigma, theta, params, weig
 @njit(cache=True, nogil=True)
 def transpose(indptr, indices, data, n_columns):
     """The block by columns (CSC): ``(colptr, rows, values)``, ``rows`` (int32) ascending
-    within each column; ``indices`` must lie in ``0 .. n_columns - 1``, the block hold
-    fewer than 2^31 rows."""
+    within each column. ``indices`` must lie in ``0 .. n_columns - 1`` and the block must
+    hold fewer than 2^31 rows (the caller checks both)."""
     n = indptr.shape[0] - 1
     start = indptr[0]
     colptr = np.zeros(n_columns + 1, np.int64)
