@@ -276,7 +276,9 @@ def test_train_stream_data_errors(tmp_path):
 class _BlasWatchingSource(InMemorySource):
     """An in-memory source that notes the BLAS thread counts whenever a block is read."""
 
-    seen = []
+    def __init__(self, X, y):
+        super().__init__(X, y)
+        self.seen = []
 
     def read_range(self, first, stop):
         from threadpoolctl import threadpool_info
@@ -294,7 +296,7 @@ def test_training_runs_blas_single_threaded_and_restores_it():
 
     before = blas_threads()
     X, y = load("a9a", 2000)
-    train_stream(_BlasWatchingSource(X, y), loss="squared_hinge", lam=1e-3, progress=False)
-    assert _BlasWatchingSource.seen and all(
-        counts and set(counts) == {1} for counts in _BlasWatchingSource.seen)
+    source = _BlasWatchingSource(X, y)
+    train_stream(source, loss="squared_hinge", lam=1e-3, progress=False)
+    assert source.seen and all(counts and set(counts) == {1} for counts in source.seen)
     assert blas_threads() == before
