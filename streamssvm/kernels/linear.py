@@ -12,6 +12,11 @@ block's rows are cut into ``n_parts`` ranges of equal nonzeros, range ``t`` adds
 ``out[t]`` only, and the caller sums the rows of ``out`` once per pass. ``n_parts = 1``
 is the serial kernel; with more, ranges run in parallel threads (``prange``) and the
 result equals the serial one up to the order of floating-point sums.
+
+Positions and indices are cast to unsigned (``np.uintp``) before they index an array:
+numba then leaves out its negative-index wraparound, a compare and select on every access
+that halved the speed of a sparse dot product (news20's 5M nonzeros: 54 ms against 22 ms,
+scipy 26 ms). The stores check every index before a kernel sees it.
 """
 
 import numpy as np
@@ -38,10 +43,40 @@ def row_partition(indptr, n_parts):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _dot(indptr, indices, data, i, w, bias):
+def row_span(indptr, i):
+    """The positions of row i's nonzeros, unsigned."""
+    return range(np.uintp(indptr[i]), np.uintp(indptr[i + 1]))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def row_dot(indptr, indices, data, i, v):
+    """x_i.v"""
     acc = 0.0
-    for k in range(indptr[i], indptr[i + 1]):
-        acc += data[k] * w[indices[k]]
+    for k in row_span(indptr, i):
+        acc += data[k] * v[np.uintp(indices[k])]
+    return acc
+
+
+@njit(cache=True, nogil=True, inline="always")
+def row_axpy(indptr, indices, data, i, coef, v):
+    """v += coef x_i"""
+    for k in row_span(indptr, i):
+        v[np.uintp(indices[k])] += coef * data[k]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def row_norm2(indptr, indices, data, i):
+    """||x_i||^2 (in float64 for float32 data)"""
+    acc = 0.0
+    for k in row_span(indptr, i):
+        value = np.float64(data[k])
+        acc += value * value
+    return acc
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _dot(indptr, indices, data, i, w, bias):
+    acc = row_dot(indptr, indices, data, i, w)
     if bias != 0.0:
         acc += bias * w[w.shape[0] - 1]
     return acc
@@ -49,8 +84,7 @@ def _dot(indptr, indices, data, i, w, bias):
 
 @njit(cache=True, nogil=True, inline="always")
 def _axpy_row(indptr, indices, data, i, coef, bias, out):
-    for k in range(indptr[i], indptr[i + 1]):
-        out[indices[k]] += coef * data[k]
+    row_axpy(indptr, indices, data, i, coef, out)
     if bias != 0.0:
         out[out.shape[0] - 1] += coef * bias
 
@@ -129,8 +163,9 @@ def _hess_diag_rows(indptr, indices, data, curvature, bias, lo, hi, out):
     for i in range(lo, hi):
         d = curvature[i]
         if d != 0.0:
-            for k in range(indptr[i], indptr[i + 1]):
-                out[indices[k]] += d * data[k] * data[k]
+            for k in row_span(indptr, i):
+                value = np.float64(data[k])
+                out[np.uintp(indices[k])] += d * value * value
             if bias != 0.0:
                 out[out.shape[0] - 1] += d * bias * bias
 
@@ -164,8 +199,8 @@ def decision_classes(indptr, indices, data, weights, out):
     for i in prange(indptr.shape[0] - 1):
         for c in range(n_classes):
             out[i, c] = weights[last, c]
-        for k in range(indptr[i], indptr[i + 1]):
-            j = indices[k]
+        for k in row_span(indptr, i):
+            j = np.uintp(indices[k])
             for c in range(n_classes):
                 out[i, c] += data[k] * weights[j, c]
 
@@ -201,19 +236,20 @@ def transpose(indptr, indices, data, n_columns):
     n = indptr.shape[0] - 1
     start = indptr[0]
     colptr = np.zeros(n_columns + 1, np.int64)
-    for k in range(start, indptr[n]):
-        colptr[indices[k] + 1] += 1
+    for k in range(np.uintp(start), np.uintp(indptr[n])):
+        colptr[np.uintp(indices[k]) + 1] += 1
     for j in range(n_columns):
         colptr[j + 1] += colptr[j]
     fill = colptr[:n_columns].copy()
     rows = np.empty(indptr[n] - start, np.int32)
     values = np.empty(indptr[n] - start, data.dtype)
     for i in range(n):
-        for k in range(indptr[i], indptr[i + 1]):
-            p = fill[indices[k]]
+        for k in row_span(indptr, i):
+            j = np.uintp(indices[k])
+            p = np.uintp(fill[j])
             rows[p] = i
             values[p] = data[k]
-            fill[indices[k]] = p + 1
+            fill[j] = p + 1
     return colptr, rows, values
 
 
@@ -268,12 +304,11 @@ def column_sums(colptr, rows, values, v, squared, bias, x, lam, scale, n_parts, 
         for j in range(bounds[t], bounds[t + 1]):
             acc = 0.0
             if squared:
-                for k in range(colptr[j], colptr[j + 1]):
+                for k in row_span(colptr, j):
                     value = np.float64(values[k])  # squared in float64 (data may be float32)
-                    acc += value * value * v[rows[k]]
+                    acc += value * value * v[np.uintp(rows[k])]
             else:
-                for k in range(colptr[j], colptr[j + 1]):
-                    acc += values[k] * v[rows[k]]
+                acc = row_dot(colptr, rows, values, j, v)
             out[j] = lam * x[j] + scale * acc
     if out.shape[0] > n_columns:
         out[n_columns] = scale * (bias * bias if squared else bias) * v.sum()
@@ -284,10 +319,7 @@ def max_row_norm2(indptr, indices, data):
     """max_i ||x_i||^2 over the block's rows (0 for an empty block)."""
     best = 0.0
     for i in range(indptr.shape[0] - 1):
-        norm2 = 0.0
-        for k in range(indptr[i], indptr[i + 1]):
-            norm2 += data[k] * data[k]
-        best = max(best, norm2)
+        best = max(best, row_norm2(indptr, indices, data, i))
     return best
 
 
@@ -314,7 +346,7 @@ def gather_curved_rows(indptr, indices, data, curvature):
     pos = 0
     for i in range(n):
         if curvature[i] != 0.0:
-            for k in range(indptr[i], indptr[i + 1]):
+            for k in row_span(indptr, i):
                 out_indices[pos] = indices[k]
                 out_data[pos] = data[k]
                 pos += 1

@@ -21,11 +21,13 @@ Sparse steps stay O(nnz of the row), never O(n_features):
 
 import math
 
+import numpy as np
 from numba import njit
 
 from ..losses._scalar import HINGE
 from ..losses._scalar import conjugate_with_params as conjugate
 from ..losses._scalar import derivatives_with_params as derivatives
+from .linear import row_axpy, row_dot, row_norm2, row_span
 
 # state[...] of the SGD kernels
 SCALE = 0          # w = scale * v
@@ -43,28 +45,6 @@ CONSTANT = 1       # eta0
 INVSCALING = 2     # eta0 / t^power_t
 
 _RESCALE_BELOW = 1e-9  # fold scale into v below this, before v's entries grow too large
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _row_dot(indptr, indices, data, i, v):
-    acc = 0.0
-    for k in range(indptr[i], indptr[i + 1]):
-        acc += data[k] * v[indices[k]]
-    return acc
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _row_axpy(indptr, indices, data, i, coef, v):
-    for k in range(indptr[i], indptr[i + 1]):
-        v[indices[k]] += coef * data[k]
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _row_norm2(indptr, indices, data, i):
-    acc = 0.0
-    for k in range(indptr[i], indptr[i + 1]):
-        acc += data[k] * data[k]
-    return acc
 
 
 @njit(cache=True, nogil=True)
@@ -104,7 +84,7 @@ def sgd_rows(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma
         state[STEP] = t
         eta = learning_rate(schedule, t, lam, eta0, power_t, t0)
         yi = float(y[i])
-        xv = _row_dot(indptr, indices, data, i, v)
+        xv = row_dot(indptr, indices, data, i, v)
         margin = yi * (state[SCALE] * xv + bias * state[INTERCEPT])
         slope = derivatives(code, margin, sigma, theta, params)[1]
         shrink = 1.0 - eta * lam
@@ -124,10 +104,10 @@ def sgd_rows(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma
         if coef != 0.0:
             delta = coef / state[SCALE]
             if radius > 0.0:
-                state[V_NORM2] += delta * (2.0 * xv + delta * _row_norm2(indptr, indices, data, i))
-            _row_axpy(indptr, indices, data, i, delta, v)
+                state[V_NORM2] += delta * (2.0 * xv + delta * row_norm2(indptr, indices, data, i))
+            row_axpy(indptr, indices, data, i, delta, v)
             if averaging and t >= avg_start:
-                _row_axpy(indptr, indices, data, i, -state[AVG_C] * delta, avg_u)
+                row_axpy(indptr, indices, data, i, -state[AVG_C] * delta, avg_u)
         if radius > 0.0:
             norm = state[SCALE] * math.sqrt(max(state[V_NORM2], 0.0))
             if norm > radius:
@@ -159,8 +139,8 @@ def svrg_rows(indptr, indices, data, y, order, snapshot_slopes, v, mu, mu_interc
     for pos in range(order.shape[0]):
         i = order[pos]
         yi = float(y[i])
-        xw = (state[SVRG_SCALE] * _row_dot(indptr, indices, data, i, v)
-              + state[SVRG_R] * _row_dot(indptr, indices, data, i, mu)
+        xw = (state[SVRG_SCALE] * row_dot(indptr, indices, data, i, v)
+              + state[SVRG_R] * row_dot(indptr, indices, data, i, mu)
               + bias * state[SVRG_INTERCEPT])
         slope = derivatives(code, yi * xw, sigma, theta, params)[1]
         diff = (slope - snapshot_slopes[i]) * yi
@@ -169,7 +149,7 @@ def svrg_rows(indptr, indices, data, y, order, snapshot_slopes, v, mu, mu_interc
         if bias != 0.0:
             state[SVRG_INTERCEPT] -= eta * (mu_intercept + diff * bias)
         if diff != 0.0:
-            _row_axpy(indptr, indices, data, i, -eta * diff / state[SVRG_SCALE], v)
+            row_axpy(indptr, indices, data, i, -eta * diff / state[SVRG_SCALE], v)
         if state[SVRG_SCALE] < _RESCALE_BELOW:
             v *= state[SVRG_SCALE]
             state[SVRG_SCALE] = 1.0
@@ -190,7 +170,7 @@ def saga_flush(v, avg_grad, last, cumulative, state):
     now = int(state[SAGA_STEP])
     top = cumulative[now]
     for j in range(v.shape[0]):
-        v[j] -= avg_grad[j] * (top - cumulative[last[j]])
+        v[j] -= avg_grad[j] * (top - cumulative[np.uintp(last[j])])
         last[j] = 0
     v *= state[SAGA_SCALE]
     state[SAGA_SCALE] = 1.0
@@ -205,7 +185,7 @@ def saga_rows(indptr, indices, data, y, order, row_start, slopes, v, avg_grad, l
 
     ``slopes[row_start + i]`` is the stored psi' of row i (one scalar per sample);
     ``avg_grad`` (n_features,) = (1/n) sum_i s_i y_i x_i, added lazily: coordinate j of v is
-    behind by avg_grad[j] (cumulative[now] - cumulative[last[j]]), where ``cumulative``
+    behind by avg_grad[j] (cumulative[now] - cumulative[np.uintp(last[j])]), where ``cumulative``
     holds prefix sums of eta / scale. ``cumulative`` needs room for every step until the
     next :func:`saga_flush`; the kernel flushes by itself when the scale gets small.
     """
@@ -215,12 +195,12 @@ def saga_rows(indptr, indices, data, y, order, row_start, slopes, v, avg_grad, l
         i = order[pos]
         now = int(state[SAGA_STEP])
         top = cumulative[now]
-        for k in range(indptr[i], indptr[i + 1]):  # bring the row's coordinates up to date
-            j = indices[k]
-            v[j] -= avg_grad[j] * (top - cumulative[last[j]])
+        for k in row_span(indptr, i):  # bring the row's coordinates up to date
+            j = np.uintp(indices[k])
+            v[j] -= avg_grad[j] * (top - cumulative[np.uintp(last[j])])
             last[j] = now
         yi = float(y[i])
-        xw = (state[SAGA_SCALE] * _row_dot(indptr, indices, data, i, v)
+        xw = (state[SAGA_SCALE] * row_dot(indptr, indices, data, i, v)
               + bias * state[SAGA_INTERCEPT])
         slope = derivatives(code, yi * xw, sigma, theta, params)[1]
         diff = (slope - slopes[row_start + i]) * yi
@@ -228,8 +208,8 @@ def saga_rows(indptr, indices, data, y, order, row_start, slopes, v, avg_grad, l
         state[SAGA_SCALE] *= shrink
         step = eta / state[SAGA_SCALE]
         cumulative[now + 1] = top + step
-        for k in range(indptr[i], indptr[i + 1]):
-            j = indices[k]
+        for k in row_span(indptr, i):
+            j = np.uintp(indices[k])
             # this step's dense part with the old average, then the new average
             v[j] -= step * (avg_grad[j] + diff * data[k])
             avg_grad[j] += inv_n * diff * data[k]
@@ -291,13 +271,13 @@ def sdca_rows(indptr, indices, data, y, order, row_start, dual, w, code, sigma, 
     largest = 0.0
     for pos in range(order.shape[0]):
         i = order[pos]
-        norm2 = _row_norm2(indptr, indices, data, i)
+        norm2 = row_norm2(indptr, indices, data, i)
         if norm2 == 0.0:
             continue
         q = scale * norm2
         yi = float(y[i])
         old = dual[row_start + i]
-        margin = yi * _row_dot(indptr, indices, data, i, w)
+        margin = yi * row_dot(indptr, indices, data, i, w)
         m_rest = margin - old * q
         if code == HINGE:
             new = min(1.0, max(0.0, (theta - m_rest) / q))
@@ -307,7 +287,7 @@ def sdca_rows(indptr, indices, data, y, order, row_start, dual, w, code, sigma, 
         change = new - old
         if change != 0.0:
             dual[row_start + i] = new
-            _row_axpy(indptr, indices, data, i, change * yi * scale, w)
+            row_axpy(indptr, indices, data, i, change * yi * scale, w)
             largest = max(largest, abs(change) * q)
     return largest
 
