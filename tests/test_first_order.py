@@ -295,6 +295,23 @@ def test_shuffled_windows_visit_every_row_once(data, tmp_path):
             assert window_bytes != 150_000 or 1 < len(windows) < 10
 
 
+def test_epochs_over_held_data_read_nothing(data, tmp_path):
+    """Once the first evaluation holds the data, an epoch is one window of all rows, served
+    from memory: it still counts as a pass, and the store may be closed."""
+    path = tmp_path / "a9a.h5"
+    write_store(path, _source(data, block_rows=300))
+    with Store(path) as store:
+        objective = _objective(store)
+        objective.evaluate(np.zeros(objective.n_variables))
+    X = data[0]
+    windows = list(objective.shuffled_blocks(np.random.default_rng(0)))
+    assert objective.passes == 2 and len(windows) == 1
+    block, rows = windows[0]
+    assert sorted(rows.tolist()) == list(range(X.shape[0]))
+    np.testing.assert_array_equal(block.indices[block.indptr[0]:block.indptr[-1]],
+                                  X.indices.astype(np.int32))
+
+
 @pytest.mark.parametrize("solver", ["tron", "newton", "lbfgs", "gd", "agd", "sgd", "sdca"])
 def test_every_solver_stops_on_time(data, solver):
     with pytest.warns(ConvergenceWarning, match="max_seconds reached"):
