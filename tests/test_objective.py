@@ -343,13 +343,15 @@ def test_held_data_is_read_once_and_products_read_nothing(tmp_path):
         np.testing.assert_array_equal(sampled.curvature[kept], state.curvature[kept] / 0.5)
 
 
-def test_transpose_of_a_block_with_an_offset():
+@pytest.mark.parametrize("n_parts", [1, 2, 3, 7])
+def test_transpose_of_a_block_with_an_offset(n_parts):
     """The CSC of rows taken out of the middle of a matrix (indptr not starting at 0),
-    with empty rows and columns, equals scipy's."""
+    with empty rows and columns, equals scipy's, made by any number of threads."""
     X, _ = random_problem(n=200, d=30, seed=28)
     X = sp.hstack([X, sp.csr_matrix((200, 3))]).tocsr()  # empty columns at the end
     lo, hi = 37, 161
-    colptr, rows, values = kernels.transpose(X.indptr[lo:hi + 1], X.indices, X.data, X.shape[1])
+    colptr, rows, values = kernels.transpose(X.indptr[lo:hi + 1], X.indices, X.data, X.shape[1],
+                                             n_parts)
     expected = X[lo:hi].tocsc()
     expected.sort_indices()
     np.testing.assert_array_equal(colptr, expected.indptr)

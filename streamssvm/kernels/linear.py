@@ -228,28 +228,42 @@ def loss_sum(indptr, indices, data, y, w, bias, code, sigma, theta, params, weig
     return total
 
 
-@njit(cache=True, nogil=True)
-def transpose(indptr, indices, data, n_columns):
+@njit(cache=True, nogil=True, parallel=True)
+def transpose(indptr, indices, data, n_columns, n_parts):
     """The block by columns (CSC): ``(colptr, rows, values)``, ``rows`` (int32) ascending
     within each column. ``indices`` must lie in ``0 .. n_columns - 1`` and the block must
-    hold fewer than 2^31 rows (the caller checks both)."""
+    hold fewer than 2^31 rows (the caller checks both).
+
+    The rows are cut into ``n_parts`` ranges, counted and placed in parallel: range t's
+    entries of column j follow those of the ranges before it (a counting sort, one row
+    of ``n_columns`` counters per range)."""
     n = indptr.shape[0] - 1
-    start = indptr[0]
-    colptr = np.zeros(n_columns + 1, np.int64)
-    for k in range(np.uintp(start), np.uintp(indptr[n])):
-        colptr[np.uintp(indices[k]) + 1] += 1
-    for j in range(n_columns):
-        colptr[j + 1] += colptr[j]
-    fill = colptr[:n_columns].copy()
-    rows = np.empty(indptr[n] - start, np.int32)
-    values = np.empty(indptr[n] - start, data.dtype)
-    for i in range(n):
-        for k in row_span(indptr, i):
-            j = np.uintp(indices[k])
-            p = np.uintp(fill[j])
-            rows[p] = i
-            values[p] = data[k]
-            fill[j] = p + 1
+    bounds = row_partition(indptr, n_parts)
+    starts = np.zeros((n_parts, n_columns), np.int64)
+    for t in prange(n_parts):
+        counts = starts[t]
+        for k in range(np.uintp(indptr[bounds[t]]), np.uintp(indptr[bounds[t + 1]])):
+            counts[np.uintp(indices[k])] += 1
+    colptr = np.empty(n_columns + 1, np.int64)
+    total = 0
+    for j in range(n_columns):  # counts -> where each range's entries of column j start
+        colptr[j] = total
+        for t in range(n_parts):
+            count = starts[t, j]
+            starts[t, j] = total
+            total += count
+    colptr[n_columns] = total
+    rows = np.empty(total, np.int32)
+    values = np.empty(total, data.dtype)
+    for t in prange(n_parts):
+        fill = starts[t]
+        for i in range(bounds[t], bounds[t + 1]):
+            for k in row_span(indptr, i):
+                j = np.uintp(indices[k])
+                p = np.uintp(fill[j])
+                rows[p] = i
+                values[p] = data[k]
+                fill[j] = p + 1
     return colptr, rows, values
 
 

@@ -180,7 +180,8 @@ class SmoothSVMObjective:
             if fits and self.n_samples < 2 ** 31:  # the transpose's row numbers are int32
                 block = source.read_range(0, source.n_blocks)
                 self._held = (block, *kernels.transpose(block.indptr, block.indices,
-                                                        block.data, self.n_features))
+                                                        block.data, self.n_features,
+                                                        self.n_threads))
         return self._held or None
 
     def _column_sums(self, v, squared, x, lam):
