@@ -70,8 +70,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     lam : float
         Regularisation strength lambda (LIBLINEAR's C = 1 / (lam * n)).
     solver : str
-        ``"auto"``: SDCA for the hinge-like losses without intercept, else line-search
-        Newton (:func:`streamssvm.solvers.choose_solver`). Second order: ``"tron"``
+        ``"auto"``: by the loss and the data's shape, SDCA (dual coordinate ascent) or
+        line-search Newton (:func:`streamssvm.solvers.choose_solver`). Second order: ``"tron"``
         (trust-region Newton), ``"newton"`` (line search, LIBLINEAR 2.40's), ``"lbfgs"``;
         full gradient: ``"gd"``, ``"agd"`` (Nesterov); stochastic, streaming the blocks in
         a seeded random order: ``"sgd"``, ``"pegasos"``, ``"svrg"``, ``"saga"``, ``"sdca"``
@@ -122,31 +122,32 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     -------
     Model
     """
-    if solver == "auto":
-        solver = choose_solver(get_loss(loss, sigma), fit_intercept, sample_weight is not None,
-                               client is not None)
-    try:
-        solve = SOLVERS[solver]
-    except KeyError:
-        raise ValueError(f"unknown solver {solver!r}; known: {', '.join(SOLVERS)}") from None
-    make_objective = SmoothSVMObjective
-    if client is not None:
-        if solver in STOCHASTIC:
-            raise ValueError(f"solver {solver!r} reads the blocks itself; with a Dask client "
-                             f"use {', '.join(s for s in SOLVERS if s not in STOCHASTIC)}")
-        from .distributed import DaskObjective as make_objective
-    accepted = inspect.signature(solve).parameters
-    if max_iter is None:
-        max_iter = accepted["max_iter"].default
-    if checkpoint is not None and ("checkpoint" not in accepted or sigma_path):
-        able = [n for n, f in SOLVERS.items() if "checkpoint" in inspect.signature(f).parameters]
-        raise ValueError(f"checkpoints work with the solvers {', '.join(able)}, without "
-                         f"sigma_path")
-    history, passes, seconds, cached_sweeps = [], 0, 0.0, 0
     # BLAS serves only the solvers' vector operations here, and OpenBLAS's threads spin
     # on the cores the kernels' threads need: news20, Newton, squared hinge, 2 cores,
     # 4.4 s with them and 2.1 s without
     with threadpool_limits(1, user_api="blas"), open_source(data, y, client) as source:
+        if solver == "auto":
+            solver = choose_solver(get_loss(loss, sigma), source.n_samples, source.n_features,
+                                   fit_intercept, sample_weight is not None, client is not None)
+        try:
+            solve = SOLVERS[solver]
+        except KeyError:
+            raise ValueError(f"unknown solver {solver!r}; known: {', '.join(SOLVERS)}") from None
+        make_objective = SmoothSVMObjective
+        if client is not None:
+            if solver in STOCHASTIC:
+                raise ValueError(f"solver {solver!r} reads the blocks itself; with a Dask client "
+                                 f"use {', '.join(s for s in SOLVERS if s not in STOCHASTIC)}")
+            from .distributed import DaskObjective as make_objective
+        accepted = inspect.signature(solve).parameters
+        if max_iter is None:
+            max_iter = accepted["max_iter"].default
+        if checkpoint is not None and ("checkpoint" not in accepted or sigma_path):
+            able = [n for n, f in SOLVERS.items()
+                    if "checkpoint" in inspect.signature(f).parameters]
+            raise ValueError(f"checkpoints work with the solvers {', '.join(able)}, without "
+                             f"sigma_path")
+        history, passes, seconds, cached_sweeps = [], 0, 0.0, 0
         for width in [*sigma_path, sigma]:
             objective = make_objective(
                 source, loss, lam, sigma=width, fit_intercept=fit_intercept,

@@ -8,12 +8,13 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import streamssvm
 from streamssvm.data import InMemorySource, Store, write_store
 from streamssvm.losses import LOSS_NAMES, get_loss
 from streamssvm.objective import SmoothSVMObjective
-from streamssvm.solvers import SOLVERS, ConvergenceWarning, sdca
+from streamssvm.solvers import SOLVERS, ConvergenceWarning, choose_solver, sdca
 from streamssvm.solvers.sdca import dual_objective
 from streamssvm.solvers.stochastic import per_sample_array
 
@@ -340,13 +341,31 @@ def test_every_solver_stops_on_time(data, solver):
     assert result.message == "max_seconds reached" and result.n_iter == 0
 
 
-@pytest.mark.parametrize("loss,fit_intercept,expected", [
-    ("psi_g:sigma=0.015625", False, "sdca"), ("psi_g:sigma=0.125", False, "newton"),
-    ("psi_g:sigma=0.015625", True, "newton"), ("squared_hinge", False, "sdca"),
-    ("logistic", False, "newton"), ("hinge", True, "sgd"), ("kh_hinge", False, "tron")])
-def test_auto_chooses_by_loss_and_intercept(data, loss, fit_intercept, expected):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        model = streamssvm.train_stream(*data, loss=loss, lam=LAM, solver="auto", max_iter=2,
-                                        fit_intercept=fit_intercept, progress=False)
-    assert model.params["solver"] == expected
+TALL, WIDE = (1000, 100), (1000, 20_000)
+
+
+@pytest.mark.parametrize("loss,fit_intercept,shape,expected", [
+    ("psi_g:sigma=0.015625", False, TALL, "newton"),
+    ("psi_g:sigma=0.015625", False, (1000, 250), "sdca"),
+    ("psi_g:sigma=0.125", False, (1000, 1000), "newton"),
+    ("psi_g:sigma=0.125", False, (1000, 2000), "sdca"),
+    ("logistic", False, (1000, 9_999), "newton"), ("logistic", False, (1000, 10_000), "sdca"),
+    ("squared_hinge", False, TALL, "newton"), ("squared_hinge", False, WIDE, "sdca"),
+    ("logistic", False, TALL, "newton"), ("hinge", False, TALL, "sdca"),
+    ("psi_g:sigma=0.015625", True, WIDE, "newton"), ("hinge", True, TALL, "sgd"),
+    ("kh_hinge", False, WIDE, "tron")])
+def test_auto_chooses_by_loss_shape_and_intercept(loss, fit_intercept, shape, expected):
+    assert choose_solver(get_loss(loss), *shape, fit_intercept) == expected
+
+
+def test_train_stream_applies_the_auto_choice_to_its_data(data):
+    """a9a is tall (Newton for psi_G at 2^-6); a matrix with more columns than rows is
+    wide (SDCA)."""
+    wide = sp.random(300, 2000, density=0.01, format="csr", random_state=3)
+    labels = np.where(np.arange(300) % 2, 1.0, -1.0)
+    for X, y, expected in ((*data, "newton"), (wide, labels, "sdca")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            model = streamssvm.train_stream(X, y, loss="psi_g", sigma=2.0 ** -6, lam=LAM,
+                                            solver="auto", max_iter=2, progress=False)
+        assert model.params["solver"] == expected

@@ -1,0 +1,98 @@
+"""Benchmark behind ``solver="auto"``: line-search Newton against SDCA, by data shape.
+
+For every data set, lambda and loss, both solvers train to eps = 0.01 (LIBLINEAR's rule)
+in the same run; the table gives both times, the ratio SDCA / Newton, and what "auto"
+picks. The shapes: the given svmlight files, and, with --cut, the first of them cut to
+its most frequent columns (each row rescaled to unit length), which keeps the text's
+statistics while n_features / n_samples moves from tall to wide.
+
+Example:
+    python tools/bench_auto.py ../shared/data/a9a.svm.xz ../shared/data/w8a.svm.xz \
+        ../shared/data/ijcnn1.svm.xz bench-data/news20.train.svm \
+        --cut-from bench-data/news20.train.svm --cut 500,2000,6000,20000,100000
+"""
+
+import argparse
+import os
+import sys
+import warnings
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_solvers import load  # noqa: E402
+
+from streamssvm import ConvergenceWarning, train_stream  # noqa: E402
+from streamssvm.losses import get_loss  # noqa: E402
+from streamssvm.solvers import choose_solver  # noqa: E402
+
+LOSSES = (("logistic", None), ("squared_hinge", None), ("psi_g", 0.125), ("psi_g", 2.0 ** -6))
+
+
+def column_cut(X, y, k):
+    """X restricted to its k most frequent columns, rows rescaled to unit length, empty
+    rows dropped."""
+    counts = np.diff(X.tocsc().indptr)
+    keep = np.sort(np.argsort(-counts, kind="stable")[:k])
+    Xk = X[:, keep].tocsr()
+    norms = np.sqrt(np.asarray(Xk.multiply(Xk).sum(axis=1)).ravel())
+    rows = norms > 0
+    Xk = Xk[rows]
+    Xk = Xk.multiply(1.0 / norms[rows][:, None]).tocsr()
+    return Xk, y[rows]
+
+
+def compare(name, X, y, lams):
+    n, d = X.shape
+    for lam in lams:
+        for loss, sigma in LOSSES:
+            seconds = {}
+            for solver in ("newton", "sdca"):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    m = train_stream(X, y, loss=loss, sigma=sigma, lam=lam, solver=solver,
+                                     tol=0.01, liblinear_tol=True, progress=False,
+                                     max_iter=300 if solver == "sdca" else 1000)
+                seconds[solver] = (m.params["seconds"], m.params["converged"])
+            auto = choose_solver(get_loss(loss, sigma), n, d)
+            faster = min(seconds, key=lambda s: seconds[s][0])
+            label = loss if sigma is None else f"{loss} 2^{np.log2(sigma):g}"
+            print(f"{name:<16}{d / n:>9.3g}{lam:>8.0e}  {label:<16}"
+                  + "".join(f"{seconds[s][0]:>8.2f}{'' if seconds[s][1] else '*':1}"
+                            for s in ("newton", "sdca"))
+                  + f"{seconds['sdca'][0] / seconds['newton'][0]:>8.2f}  {auto:<7}"
+                  + ("" if auto == faster else " (slower)"), flush=True)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("train", nargs="+", help="svmlight files (.xz read as is)")
+    p.add_argument("--lams", default="1e-4,1e-5,1e-6")
+    p.add_argument("--cut-from", help="svmlight file to cut to its most frequent columns")
+    p.add_argument("--cut", default="", help="comma-separated column counts for --cut-from")
+    args = p.parse_args(argv)
+    lams = [float(v) for v in args.lams.split(",")]
+    X, y = load(args.train[0])
+    for solver in ("newton", "sdca"):  # compile (or load numba's cache) outside the timings
+        for loss, sigma in LOSSES:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                train_stream(X[:100], y[:100], loss=loss, sigma=sigma, solver=solver,
+                             max_iter=1, progress=False)
+    print(f"{'data':<16}{'d / n':>9}{'lambda':>8}  {'loss':<16}{'newton s':>9}{'sdca s':>9}"
+          f"{'ratio':>8}  auto      (* = not converged; ratio = SDCA / Newton)")
+    for path in args.train:
+        X, y = load(path)
+        compare(os.path.basename(path).split(".")[0], X, y, lams)
+    if args.cut_from:
+        X, y = load(args.cut_from)
+        for k in (int(v) for v in args.cut.split(",") if v):
+            Xk, yk = column_cut(X, y, k)
+            compare(f"cut to {k}", Xk, yk, lams)
+
+
+if __name__ == "__main__":
+    main()
