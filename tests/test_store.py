@@ -76,6 +76,25 @@ def test_read_rows_across_blocks(stored):
                 store.read_rows(*bad)
 
 
+def test_read_range_joins_blocks_and_checks_each(stored, tmp_path):
+    """Consecutive blocks (the empty one included) as one block equal to those rows; a
+    damaged block in the range is refused by name, as by read_block."""
+    path, X, y, offsets = stored
+    with Store(path) as store:
+        for first, stop in [(0, 5), (1, 4), (2, 3), (3, 5), (0, 1)]:
+            block = store.read_range(first, stop)
+            a, b = offsets[first], offsets[stop]
+            assert (block.index, block.row_start, block.n_rows) == (first, a, b - a)
+            assert (block.to_csr(X.shape[1]) != X[a:b].astype(np.float32)).nnz == 0
+            assert np.array_equal(block.y, y[a:b])
+    bad = tmp_path / "bad.h5"
+    shutil.copy(path, bad)
+    with h5py.File(bad, "r+") as f:
+        f["blocks/00000003/data"][0] += 1.0
+    with Store(bad) as store, pytest.raises(StoreError, match="block 3: dataset data does not"):
+        store.read_range(0, 5)
+
+
 def test_iter_blocks_in_given_order(stored):
     path, X, y, offsets = stored
     order = [3, 0, 4, 2, 0]

@@ -493,6 +493,27 @@ class Store(BlockSource):
                      data=np.empty(nnz, self.value_dtype), y=np.empty(rows, self._label_dtype))
                 for _ in range(_PREFETCH + 2)]
 
+    def read_range(self, first, stop):
+        """Blocks ``first .. stop - 1`` as one Block, each block read straight into its
+        place in the joined arrays: the data is in memory once, not twice (on news20 the
+        first read of the whole store took 200 ms through block copies, most of it the
+        page faults of memory touched for the first time)."""
+        if stop - first <= 1:
+            return super().read_range(first, stop)
+        rows, nnz = self.row_offsets[first:stop + 1], self.nnz_offsets[first:stop + 1]
+        rows, nnz = rows - rows[0], nnz - nnz[0]
+        indptr = np.empty(rows[-1] + 1, np.int64)
+        indptr[0] = 0
+        indices, data = np.empty(nnz[-1], np.int32), np.empty(nnz[-1], self.value_dtype)
+        y = np.empty(rows[-1], self._label_dtype)
+        part = np.empty(int(np.diff(rows).max()) + 1, np.int32)
+        for i, k in enumerate(range(first, stop)):
+            (r0, r1), (z0, z1) = rows[i:i + 2], nnz[i:i + 2]
+            block = self.read_block(k, dict(indptr=part, indices=indices[z0:z1],
+                                            data=data[z0:z1], y=y[r0:r1]))
+            indptr[r0 + 1:r1 + 1] = block.indptr[1:] + z0
+        return Block(first, int(self.row_offsets[first]), indptr, indices, data, y)
+
     def read_block(self, k, buffers=None):
         """Block ``k``, as fresh arrays or as views of ``buffers`` (a dict of arrays named
         like the datasets, large enough); a corrupt or inconsistent block raises StoreError."""
