@@ -113,10 +113,12 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     checkpoint_every : float
         Seconds between checkpoints (0: every iteration or epoch).
     **solver_options
-        Passed to the solver, e.g. TRON: ``forcing``, ``xi``, ``kappa``,
-        ``preconditioner``; stochastic: ``seed``, ``eval_every``, ``max_seconds``; SGD:
-        ``learning_rate``, ``eta0``, ``average``; SAGA/SVRG: ``step``; SDCA: ``gap_tol``,
-        ``inner_epochs`` (see :mod:`streamssvm.solvers`).
+        Passed to the solver (with ``"auto"``, those the chosen one takes: SDCA's
+        ``gap_tol`` is dropped when it picks Newton, say), e.g. TRON: ``forcing``, ``xi``,
+        ``kappa``, ``preconditioner``; stochastic: ``seed``, ``eval_every``,
+        ``max_seconds``; SGD: ``learning_rate``, ``eta0``, ``average``; SAGA/SVRG:
+        ``step``; SDCA: ``gap_tol``, ``inner_epochs``, ``shrinking`` (see
+        :mod:`streamssvm.solvers`).
 
     Returns
     -------
@@ -129,6 +131,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
         if solver == "auto":
             solver = choose_solver(get_loss(loss, sigma), source.n_samples, source.n_features,
                                    fit_intercept, sample_weight is not None, client is not None)
+            solver_options = _options_for(solver, solver_options)
         try:
             solve = SOLVERS[solver]
         except KeyError:
@@ -186,3 +189,13 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
                   grad_norm=result.grad_norm,
                   **{k: v for k, v in solver_options.items() if k != "checkpoint"})
     return Model(np.array(coef), intercept, classes, params, history)
+
+
+def _options_for(solver, options):
+    """``options`` that ``solver`` takes; a name that no solver takes is an error."""
+    taken = {name for solve in SOLVERS.values() for name in inspect.signature(solve).parameters}
+    unknown = sorted(set(options) - taken)
+    if unknown:
+        raise TypeError(f"no solver takes the option(s) {', '.join(unknown)}")
+    accepted = inspect.signature(SOLVERS[solver]).parameters
+    return {k: v for k, v in options.items() if k in accepted}

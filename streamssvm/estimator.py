@@ -321,8 +321,9 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         if self.max_iter is not None:
             options["max_iter"] = self.max_iter
         solve = SOLVERS.get(self.solver)  # an unknown name: train_stream says so
-        if solve is not None and "seed" in inspect.signature(solve).parameters:
-            options["seed"] = _seed(self.random_state)  # a stochastic solver
+        if self.solver == "auto" or (solve is not None
+                                     and "seed" in inspect.signature(solve).parameters):
+            options["seed"] = _seed(self.random_state)  # a stochastic solver, or one it may pick
         model = train_one_vs_rest(source, class_weight=weights, sample_weight=row_weights,
                                   w0=self._warm_start_point(classes), **options)
         coef = np.atleast_2d(model.coef_)

@@ -189,6 +189,24 @@ def test_stochastic_solver_seeded_and_refuses_weights():
         SmoothSVC(solver="sgd", class_weight="balanced").fit(X, y)
 
 
+def test_auto_solver_takes_random_state_when_it_picks_a_stochastic_one():
+    """Wide data: "auto" picks SDCA, whose visiting order random_state seeds; tall data:
+    Newton, which the seed does not disturb."""
+    rng = np.random.default_rng(6)
+    wide = sp.random(200, 3000, density=0.01, format="csr", random_state=6)
+    y = np.where(rng.random(200) < 0.5, 1, -1)
+    options = dict(solver="auto", loss="psi_g", sigma=2.0 ** -6, fit_intercept=False,
+                   max_iter=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fits = [SmoothSVC(random_state=seed, **options).fit(wide, y) for seed in (3, 3, 4)]
+        tall = SmoothSVC(random_state=3, **options).fit(*make_classification(300, 8))
+    assert fits[0].model_.params["solver"] == "sdca"
+    np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
+    assert not np.array_equal(fits[0].coef_, fits[2].coef_)
+    assert tall.model_.params["solver"] == "newton"
+
+
 def test_partial_fit_streams_batches_through_online_trainers(digits):
     """partial_fit = one OnlineTrainer per binary problem, fed the same batches."""
     from streamssvm import OnlineTrainer

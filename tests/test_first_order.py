@@ -334,6 +334,18 @@ def test_epochs_over_held_data_read_nothing(data, tmp_path):
                                   X.indices.astype(np.int32))
 
 
+def test_auto_passes_on_the_options_its_choice_takes(data):
+    """An option of another solver (SDCA's gap_tol when Newton is picked) is left out; a
+    name no solver takes is an error."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = streamssvm.train_stream(*data, loss="logistic", lam=LAM, solver="auto",
+                                        max_iter=2, gap_tol=1e-3, progress=False)
+    assert model.params["solver"] == "newton" and "gap_tol" not in model.params
+    with pytest.raises(TypeError, match="no solver takes the option.*gap_toll"):
+        streamssvm.train_stream(*data, solver="auto", gap_toll=1e-3, progress=False)
+
+
 @pytest.mark.parametrize("solver", ["tron", "newton", "lbfgs", "gd", "agd", "sgd", "sdca"])
 def test_every_solver_stops_on_time(data, solver):
     with pytest.warns(ConvergenceWarning, match="max_seconds reached"):
