@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 import streamssvm
-from streamssvm.data import InMemorySource, Store, write_store
+from streamssvm.data import InMemorySource, Store, StoreError, write_store
 from streamssvm.losses import LOSS_NAMES, get_loss
 from streamssvm.objective import SmoothSVMObjective
 from streamssvm.solvers import SOLVERS, ConvergenceWarning, choose_solver, sdca
@@ -318,20 +318,24 @@ def test_shuffled_windows_visit_every_row_once(data, tmp_path):
 
 
 def test_epochs_over_held_data_read_nothing(data, tmp_path):
-    """Once the first evaluation holds the data, an epoch is one window of all rows, served
-    from memory: it still counts as a pass, and the store may be closed."""
+    """Data that fits is read by the first epoch (or evaluation); later epochs are one
+    window of all rows served from memory: each still counts as a pass, and the store may
+    be closed. Without ``hold`` every epoch reads the store."""
     path = tmp_path / "a9a.h5"
     write_store(path, _source(data, block_rows=300))
-    with Store(path) as store:
-        objective = _objective(store)
-        objective.evaluate(np.zeros(objective.n_variables))
     X = data[0]
-    windows = list(objective.shuffled_blocks(np.random.default_rng(0)))
+    with Store(path) as store:
+        objective, streamed = _objective(store), SmoothSVMObjective(store, "psi_g", LAM, hold=False)
+        for obj in (objective, streamed):
+            assert len(list(obj.shuffled_blocks(np.random.default_rng(0)))) == 1
+    windows = list(objective.shuffled_blocks(np.random.default_rng(1)))
     assert objective.passes == 2 and len(windows) == 1
     block, rows = windows[0]
     assert sorted(rows.tolist()) == list(range(X.shape[0]))
     np.testing.assert_array_equal(block.indices[block.indptr[0]:block.indptr[-1]],
                                   X.indices.astype(np.int32))
+    with pytest.raises(StoreError, match="cannot be read"):  # the store is closed
+        list(streamed.shuffled_blocks(np.random.default_rng(1)))
 
 
 def test_auto_passes_on_the_options_its_choice_takes(data):

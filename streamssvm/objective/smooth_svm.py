@@ -25,11 +25,12 @@ nothing from disk. For the smooth hinges at small sigma and for the squared hing
 rows with curvature are a small part of the data.
 
 When the whole data and its transpose fit ``cache_bytes`` (``hold``), the first pass reads
-it into memory by rows and by columns, and every later call computes from there: the
-margins and curvature by rows, the gradient, Hessian products and diagonal as column sums
-X^T v, which threads compute without a d-vector each (a scatter into per-thread vectors
-is bound by scattered memory traffic; on news20 the column sums made a Hessian-vector
-product 2-3x faster on 2 cores). Streaming stays the path for data that does not fit.
+it into memory by rows (the first gradient or Hessian product adds its columns), and every
+later call computes from there, stochastic epochs included: the margins and curvature by
+rows, the gradient, Hessian products and diagonal as column sums X^T v, which threads
+compute without a d-vector each (a scatter into per-thread vectors is bound by scattered
+memory traffic; on news20 the column sums made a Hessian-vector product 2-3x faster on 2
+cores). Streaming stays the path for data that does not fit.
 """
 
 import dataclasses
@@ -136,7 +137,7 @@ class SmoothSVMObjective:
         if hold not in ("auto", True, False):
             raise ValueError(f"hold must be 'auto', True or False, got {hold!r}")
         self.hold = hold
-        self._held = None  # (Block of all rows, colptr, rows, values) once read; False: streamed
+        self._held = None  # [Block of all rows, its transpose or None] once read; False: streamed
         self.cache_bytes = available_memory_bytes() // 4 if cache_bytes is None else int(cache_bytes)
         self.passes = 0
         self.cached_sweeps = 0
@@ -165,10 +166,9 @@ class SmoothSVMObjective:
                           desc=f"pass {self.passes}")
         return blocks
 
-    def _held_data(self):
-        """The whole data as one Block and its transpose ``(colptr, rows, values)``, read
-        by the first call that asks when ``hold`` allows (the caller counts the pass);
-        None when the data is streamed."""
+    def _held_rows(self):
+        """The whole data as one Block, read by the first call that asks when ``hold``
+        allows (the caller counts the pass); None when the data is streamed."""
         if self._held is None:
             self._held = False
             source = self.source
@@ -178,15 +178,24 @@ class SmoothSVMObjective:
                 size += source.nnz * nnz_bytes + 9 * self.n_samples
             fits = self.hold is True or (self.hold == "auto" and size <= self.cache_bytes)
             if fits and self.n_samples < 2 ** 31:  # the transpose's row numbers are int32
-                block = source.read_range(0, source.n_blocks)
-                self._held = (block, *kernels.transpose(block.indptr, block.indices,
-                                                        block.data, self.n_features,
-                                                        self.n_threads))
-        return self._held or None
+                self._held = [source.read_range(0, source.n_blocks), None]
+        return self._held[0] if self._held else None
+
+    def _held_data(self):
+        """:meth:`_held_rows` and their transpose ``(colptr, rows, values)``, made by the
+        first call that needs it (the stochastic solvers' epochs do not); None when the
+        data is streamed."""
+        block = self._held_rows()
+        if block is None:
+            return None
+        if self._held[1] is None:
+            self._held[1] = kernels.transpose(block.indptr, block.indices, block.data,
+                                              self.n_features, self.n_threads)
+        return (block, *self._held[1])
 
     def _column_sums(self, v, squared, x, lam):
         """As :meth:`_merged`, of X^T v (X.^2 if ``squared``) from the held transpose."""
-        colptr, rows, values = self._held[1:]
+        colptr, rows, values = self._held_data()[1:]
         lam, scale, _ = self._combination(lam)
         out = np.empty(self.n_variables)
         kernels.column_sums(colptr, rows, values, v, squared, self.bias, x, lam, scale,
@@ -211,12 +220,15 @@ class SmoothSVMObjective:
         permutation, 6e-4 to 3e-3 when the rows were shuffled only within blocks of
         100-1,500 and the blocks in random order, and 1e-2 in a fixed order.
         The next window is read while this one is used (two windows in memory at most).
-        Data already held (``hold``) is one window, used in place."""
+        Data that fits (``hold``) is read by the first pass that asks and is then one
+        window, used in place: later epochs read nothing."""
         if self.sample_weight is not None:  # their kernels have no row weights
             raise ValueError("the stochastic solvers take no row weights (sample_weight, "
                              "class_weight): use tron, newton, lbfgs, gd or agd")
         offsets = self.source.row_offsets
-        if self._held:  # already read (by the first evaluation): no copy, no read
+        if window_bytes is None:
+            self._held_rows()  # data that fits is read once, by this pass or an earlier one
+        if self._held:  # no copy, no read
             windows = [None]
         elif self.source.in_memory:
             windows = [(0, self.source.n_blocks)]
@@ -384,10 +396,9 @@ class SmoothSVMObjective:
     def value(self, w):
         """One pass: L(w) alone."""
         w = self._check(w)
-        held = self._held_data()
-        if held is not None:
+        b = self._held_rows()
+        if b is not None:
             self.passes += 1
-            b = held[0]
             loss = kernels.loss_sum(b.indptr, b.indices, b.data, b.y, w, self.bias,
                                     *self.loss_args, self.sample_weight)
             return self._total(w, loss)
