@@ -237,7 +237,6 @@ def transpose(indptr, indices, data, n_columns, n_parts):
     The rows are cut into ``n_parts`` ranges, counted and placed in parallel: range t's
     entries of column j follow those of the ranges before it (a counting sort, one row
     of ``n_columns`` counters per range)."""
-    n = indptr.shape[0] - 1
     bounds = row_partition(indptr, n_parts)
     starts = np.zeros((n_parts, n_columns), np.int64)
     for t in prange(n_parts):
