@@ -185,7 +185,7 @@ def saga_rows(indptr, indices, data, y, order, row_start, slopes, v, avg_grad, l
 
     ``slopes[row_start + i]`` is the stored psi' of row i (one scalar per sample);
     ``avg_grad`` (n_features,) = (1/n) sum_i s_i y_i x_i, added lazily: coordinate j of v is
-    behind by avg_grad[j] (cumulative[now] - cumulative[np.uintp(last[j])]), where ``cumulative``
+    behind by avg_grad[j] (cumulative[now] - cumulative[last[j]]), where ``cumulative``
     holds prefix sums of eta / scale. ``cumulative`` needs room for every step until the
     next :func:`saga_flush`; the kernel flushes by itself when the scale gets small.
     """
