@@ -24,3 +24,11 @@ def test_transient_blocks_equal_fresh_blocks_within_their_window(tmp_path):
                 assert (held.to_csr(40) != expected.to_csr(40)).nnz == 0
                 np.testing.assert_array_equal(held.y, expected.y)
         assert [b.index for b in store.iter_blocks(order, transient=True)] == order
+        # When block m + 2 is handed out, blocks m + 3 and m + 4 are being read: into
+        # buffers other than those of m, m + 1 and m + 2 (a race the loop above loses
+        # only when the reading thread runs ahead of it, as it once did under load).
+        blocks = list(store.iter_blocks(order, transient=True))
+        for a, b in zip(blocks, blocks[3:]):
+            assert not np.shares_memory(a.data, b.data)
+        for a, b in zip(blocks, blocks[4:]):
+            assert not np.shares_memory(a.data, b.data)

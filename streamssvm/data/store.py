@@ -491,7 +491,7 @@ class Store(BlockSource):
         nnz = int(np.diff(self.nnz_offsets).max(initial=0))
         return [dict(indptr=np.empty(rows + 1, np.int32), indices=np.empty(nnz, np.int32),
                      data=np.empty(nnz, self.value_dtype), y=np.empty(rows, self._label_dtype))
-                for _ in range(_PREFETCH + 2)]
+                for _ in range(_PREFETCH + 3)]  # 3 in use, _PREFETCH being read
 
     def read_range(self, first, stop):
         """Blocks ``first .. stop - 1`` as one Block, each block read straight into its
