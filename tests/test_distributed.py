@@ -176,6 +176,22 @@ def test_killed_worker_without_recoveries_is_a_clear_error(a9a_stores, client):
             tron(objective)
 
 
+def test_a_cancelled_task_is_a_clear_error(a9a_stores, client):
+    """A task cancelled while the driver waits for it (as the scheduler may cancel those
+    that needed a dead worker) and one cancelled before: with every worker alive, both are
+    a WorkerLostError that says so."""
+    full, _ = a9a_stores
+    with DaskStores(full, client, worker_timeout=0.5, poll_seconds=0.1) as stores:
+        during = client.submit(time.sleep, 30, pure=False)
+        threading.Timer(0.5, client.cancel, [during]).start()
+        with pytest.raises(WorkerLostError, match="cancelled task .* no shard's worker was lost"):
+            stores._wait([during])
+        before = client.submit(time.sleep, 30, pure=False)
+        client.cancel(before)
+        with pytest.raises(WorkerLostError, match="cancelled task"):
+            stores._wait([before])
+
+
 def test_a_different_file_under_the_same_path_is_refused(a9a_stores, client, tmp_path):
     """What a worker sees when the filesystem is not shared: another file at the path."""
     full, halves = a9a_stores

@@ -20,6 +20,8 @@ import time
 import uuid
 import warnings
 import weakref
+from asyncio import CancelledError
+from concurrent.futures import CancelledError as FutureCancelled
 
 import numpy as np
 from distributed import TimeoutError as DaskTimeoutError
@@ -222,17 +224,29 @@ class DaskStores(StoreSet):
         return futures[0]
 
     def _wait(self, futures):
-        """The results of ``futures``; raises _Lost when a shard's worker is gone."""
+        """The results of ``futures``; raises _Lost when a shard's worker is gone.
+
+        A cancelled future (the scheduler may cancel the tasks that needed a worker that
+        died) counts as a loss if a shard's worker is gone, else it is an error. A wait
+        cut short is waited again: distributed's ``sync`` catches ``Exception`` only, so
+        an asyncio CancelledError inside it comes out as an UnboundLocalError (seen once
+        in the test suite, a worker being killed)."""
         results = []
         for future in futures:
             while True:
+                if future.cancelled():
+                    self._raise_lost(WorkerLostError(
+                        f"{self.name}: Dask cancelled task {future.key} while no shard's "
+                        f"worker was lost"))
                 try:
                     results.append(future.result(timeout=self.poll_seconds))
                     break
-                except (DaskTimeoutError, TimeoutError):
+                except (DaskTimeoutError, TimeoutError, UnboundLocalError):
                     lost = set(self.owners) - set(self._live_workers())
                     if lost:
                         raise _Lost(lost) from None
+                except (FutureCancelled, CancelledError):
+                    pass  # the check at the top
                 except OSError as exc:  # the connection to a worker holding a result broke
                     self._raise_lost(exc)
                 except KilledWorker as exc:
