@@ -228,9 +228,8 @@ class SmoothSVMObjective:
         offsets = self.source.row_offsets
         if window_bytes is None:
             self._held_rows()  # data that fits is read once, by this pass or an earlier one
-        if self._held:  # no copy, no read
-            windows = [None]
-        elif self.source.in_memory:
+        held = self._held[0] if self._held else None
+        if held is not None or self.source.in_memory:
             windows = [(0, self.source.n_blocks)]
         else:
             budget = available_memory_bytes() // 8 if window_bytes is None else window_bytes
@@ -243,8 +242,8 @@ class SmoothSVMObjective:
                     first = k
         self.passes += 1
         order = rng.permutation(len(windows))
-        if windows == [None]:
-            blocks = (self._held[0],)
+        if held is not None:  # no copy, no read
+            blocks = (held,)
         elif len(windows) == 1:
             blocks = (self.source.read_range(*windows[0]),)
         else:  # the next window is read (a thread, GIL released in h5py) while this one runs

@@ -16,7 +16,6 @@ from .tron import tron
 SOLVERS = {"tron": tron, "newton": newton, "lbfgs": lbfgs, "gd": gd, "agd": agd, "sgd": sgd,
            "pegasos": pegasos, "svrg": svrg, "saga": saga, "sdca": sdca}
 STOCHASTIC = ("sgd", "pegasos", "svrg", "saga", "sdca")
-SHARP = 8.0  # psi'' above this (psi_G at sigma < 2^-4.3, psi_M < 2^-4): near the hinge
 
 
 # solver="auto": SDCA when n_features >= n_samples * min(WIDE, CURVED / sup psi''), else
