@@ -4,6 +4,7 @@ duality gap closes for every loss with a conjugate, incremental training resumes
 
 import subprocess
 import sys
+import threading
 import warnings
 
 import numpy as np
@@ -202,6 +203,41 @@ def test_sdca_shrinking_skips_settled_rows_and_keeps_the_optimum(data, loss):
     assert gaps[True] <= max(1e-5 * runs[True].f, 2 * gaps[False])
     assert runs[True].n_iter <= 1.2 * runs[False].n_iter
     assert abs(runs[True].f - runs[False].f) <= max(gaps.values())
+
+
+def test_sdca_evaluates_beside_the_next_epoch_and_returns_an_evaluated_epoch(data):
+    """With the data held, each epoch's evaluation runs in a worker thread beside the next
+    epoch. The run is still reproducible and records every epoch once, in order; when the
+    gap rule stops it, the epoch swept meanwhile is undone (its pass counted) and the
+    evaluated one returned, within its gap of the optimum that a run without overlap
+    reaches. Shrinking lags one epoch: the second epoch still visits every row."""
+    n = data[0].shape[0]
+    runs, threads = [], set()
+    for overlap in (True, True, False):
+        objective = _objective(_source(data), "psi_g:sigma=0.015625")
+        evaluate = objective.evaluate
+
+        def recorded(w, evaluate=evaluate):
+            threads.add(threading.current_thread().name)
+            return evaluate(w)
+
+        objective.evaluate = recorded
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            runs.append(sdca(objective, tol=0.0, max_iter=300, gap_tol=1e-5, overlap=overlap))
+        assert objective.holds_data
+    first, again, inline = runs
+    assert any(name.startswith("sdca-evaluation") for name in threads)
+    assert np.array_equal(first.w, again.w)
+    assert [{k: v for k, v in h.items() if k != "seconds"} for h in first.history] == \
+        [{k: v for k, v in h.items() if k != "seconds"} for h in again.history]
+    last = first.history[-1]
+    assert [h["iteration"] for h in first.history] == list(range(first.n_iter + 1))
+    assert first.message == "duality gap below gap_tol" and first.f == last["f"]
+    assert first.passes == last["passes"] + 1
+    assert [h["visited"] for h in first.history[1:3]] == [n, n]
+    assert inline.history[2]["visited"] < n
+    assert abs(first.f - inline.f) <= max(last["gap"], inline.history[-1]["gap"])
 
 
 def test_sdca_refuses_an_intercept_and_a_loss_without_conjugate(data):

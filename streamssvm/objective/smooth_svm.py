@@ -34,6 +34,7 @@ cores). Streaming stays the path for data that does not fit.
 """
 
 import dataclasses
+import threading
 from dataclasses import dataclass
 
 import numba
@@ -43,6 +44,8 @@ from tqdm.auto import tqdm
 from .. import kernels
 from .._memory import available_memory_bytes
 from ..losses import get_loss
+
+_PASS_LOCK = threading.Lock()
 
 
 @dataclass
@@ -149,6 +152,15 @@ class SmoothSVMObjective:
     def n_samples(self):
         return self.source.n_samples
 
+    def _count_pass(self):
+        with _PASS_LOCK:  # SDCA evaluates in a thread beside its epochs
+            self.passes += 1
+
+    @property
+    def holds_data(self):
+        """The rows are held in memory (read once, by the first pass, as ``hold`` allows)."""
+        return bool(self._held)
+
     def _start_scatter(self):
         """Clear the scatter buffers if a pass was interrupted before its merge."""
         if self._scatter_dirty:
@@ -159,7 +171,7 @@ class SmoothSVMObjective:
         """The blocks of one pass over the source (counted), in storage order or ``order``."""
         if scatter:
             self._start_scatter()
-        self.passes += 1
+        self._count_pass()
         blocks = self.source.iter_blocks(order=order, transient=True)
         if self.progress:
             blocks = tqdm(blocks, total=self.source.n_blocks, unit="block", leave=False,
@@ -240,7 +252,7 @@ class SmoothSVMObjective:
                 if k == n_blocks or (offsets[k + 1] - offsets[first]) * row_bytes > budget:
                     windows.append((first, k))
                     first = k
-        self.passes += 1
+        self._count_pass()
         order = rng.permutation(len(windows))
         if held is not None:  # no copy, no read
             blocks = (held,)
@@ -293,7 +305,7 @@ class SmoothSVMObjective:
         code, sigma, theta, params = self.loss.code, self.loss.sigma, self.loss.theta, self.loss.params
         held = self._held_data()
         if held is not None:
-            self.passes += 1
+            self._count_pass()
             b, coef = held[0], np.empty(self.n_samples)
             loss = kernels.loss_coef(b.indptr, b.indices, b.data, b.y, w, self.bias, code, sigma,
                                      theta, params, self.curvature_floor, margins, curvature,
@@ -397,7 +409,7 @@ class SmoothSVMObjective:
         w = self._check(w)
         b = self._held_rows()
         if b is not None:
-            self.passes += 1
+            self._count_pass()
             loss = kernels.loss_sum(b.indptr, b.indices, b.data, b.y, w, self.bias,
                                     *self.loss_args, self.sample_weight)
             return self._total(w, loss)

@@ -14,10 +14,17 @@ hinge's step is LIBLINEAR -s 3's clip.
 
 Shrinking (as LIBLINEAR's dual solvers do, from the margins of the last evaluation): a
 row whose psi'' is 0 at its margin (past the kink's curved part) and whose alpha_i already
-equals -psi'(margin) has a zero step; the next epoch skips it. Every evaluation (all
-rows) decides again, so a skipped row that the moving w brings back into play is visited
+equals -psi'(margin) has a zero step; the epochs up to the next evaluation skip it.
+Every evaluation (all rows) decides again, so a skipped row that the moving w brings back into play is visited
 one epoch later, and the duality gap, computed over all rows, certifies the result as
 before. On news20 (psi_G, sigma 2^-6) 39% of the rows were skipped after the first epochs.
+
+When the data is held in memory (``overlap``), the evaluation of epoch k's w (a
+margins pass and a column-sum gradient, about as long as an epoch) runs on a worker thread
+while epoch k+1 sweeps on the other core; epoch k+1 then skips what the evaluation of epoch
+k-1 settled (shrinking lags one epoch), and when epoch k's evaluation stops the run, epoch
+k+1 is undone and epoch k's w returned. A run stays reproducible from its seed. On news20
+(psi_G, sigma 2^-6) a run went from 1.25-1.3 s to 1.05-1.2 s.
 
 Out of core this is the block minimisation of Yu, Hsieh, Chang & Lin: load a block, run
 ``inner_epochs`` sweeps over its rows (each in a fresh random order), move to the next
@@ -36,6 +43,9 @@ H.-F. Yu, C.-J. Hsieh, K.-W. Chang, C.-J. Lin, "Large linear classification when
 cannot fit in memory", KDD 2010.
 """
 
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import numba
 import numpy as np
 
 from ..kernels import stochastic as sk
@@ -59,8 +69,8 @@ def dual_objective(objective, dual, w):
 
 
 def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=100,
-         gap_tol=None, inner_epochs=1, seed=0, eval_every=1, shrinking=True, max_seconds=None,
-         memory_limit=None, progress=False, checkpoint=None):
+         gap_tol=None, inner_epochs=1, seed=0, eval_every=1, shrinking=True, overlap=True,
+         max_seconds=None, memory_limit=None, progress=False, checkpoint=None):
     """Maximise the dual of ``objective`` by coordinate ascent; return the primal w(alpha).
 
     Parameters
@@ -82,8 +92,11 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     eval_every : int
         Evaluate P(w), its gradient and the gap every this many epochs (one pass).
     shrinking : bool
-        Skip, in the epoch after an evaluation, the rows whose step is zero there (see
+        Skip, in the epochs after an evaluation, the rows whose step is zero there (see
         the module docstring).
+    overlap : bool
+        When the data is held in memory, evaluate each epoch's w in a thread beside the
+        next epoch (see the module docstring).
     max_seconds : float, optional
     memory_limit : int, optional
         Bytes above which the dual variables go to a temporary file.
@@ -102,42 +115,129 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         raise ValueError(f"inner_epochs must be an integer >= 1, got {inner_epochs!r}")
     run = EpochRun("sdca", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
                    max_seconds, seed, progress, checkpoint)
-    code, sigma, theta, params = objective.loss_args
     dual = per_sample_array(objective.n_samples, memory_limit)
     w = np.zeros(objective.n_features)
     if run.resumed is not None:
         dual[:], w[:] = run.resumed["dual"], run.resumed["w"]
     elif w0 is not None:  # the primal-dual map at w0
-        sk.slopes_of_margins(run.state.margins, code, sigma, theta, params, dual)
+        sk.slopes_of_margins(run.state.margins, *objective.loss_args, dual)
         dual *= -1.0
         w = run.state.w - run.state.grad / objective.lam
     else:
         run.history[0]["gap"] = run.state.f - dual_objective(objective, dual, w)
     scale = 1.0 / (objective.lam * objective.n_samples)
-    # the first state is that of alpha and w, unless w0 was mapped to the dual
+    overlap = overlap and objective.holds_data
+
+    def decide(known):  # the rows the next epochs skip, from the last evaluation
+        return _settled(objective, *known) if shrinking and known is not None else None
+
+    # the last evaluation and its alpha (none when w0 was mapped to the dual)
     consistent = run.resumed is not None or w0 is None
-    settled = _settled(objective, run.state, dual) if shrinking and consistent else None
-    while run.next_epoch():
-        largest, visited = 0.0, 0
-        for block, rows in objective.shuffled_blocks(run.rng):
-            for sweep in range(inner_epochs):
-                if sweep:
-                    rows = run.rng.permutation(block.n_rows)
-                if settled is not None:
-                    rows = rows[~settled[block.row_start + rows]]
-                visited += rows.shape[0]
-                largest = max(largest, sk.sdca_rows(
-                    block.indptr, block.indices, block.data, block.y, rows, block.row_start,
-                    dual, w, code, sigma, theta, params, scale))
-        state = run.end_epoch(w.copy(), max_change=largest, visited=visited)
-        settled = _settled(objective, state, dual) if shrinking else None
-        if state is not None:
-            gap = state.f - dual_objective(objective, dual, w)
-            run.history[-1]["gap"] = gap
-            if gap_tol is not None and gap <= gap_tol * abs(state.f):
-                run.finish("duality gap below gap_tol")
-        run.save(w, dual=dual)
+    known = (run.state, np.array(dual) if overlap else dual) if consistent else None
+    decision = decide(known)
+    saved = run.resumed.get("settled") if run.resumed is not None else None
+    settled = decision if saved is None else (saved if saved.size else None)
+    pending = None  # with overlap: the last epoch, evaluated beside this one
+    with _Evaluations(overlap) as evaluations:
+        while run.next_epoch():
+            extra = _sweep(objective, run.rng, settled, inner_epochs, dual, w, scale)
+            if pending is not None:
+                known, decision = _collect(run, pending, known, decision, decide, gap_tol)
+                run.save(pending.w, at=pending.end, dual=pending.dual, settled=_mask(settled))
+                if run.converged:  # this epoch was not needed: back to the last
+                    w[:], dual[:] = pending.w, pending.dual
+                    run.rewind(pending.end)
+                    pending = None
+                    break
+            # (after the last evaluation ended: its pass is counted)
+            epoch = _Epoch(run.epoch_end(), w.copy(), np.array(dual) if overlap else dual, extra)
+            if run.due():
+                epoch.evaluation = evaluations.submit(_evaluate, objective, epoch.w, epoch.dual)
+            if overlap:
+                pending = epoch
+            else:
+                known, decision = _collect(run, epoch, known, decision, decide, gap_tol)
+            settled = decision
+            if not overlap:
+                run.save(w, dual=dual, settled=_mask(settled))
+        if pending is not None:
+            _collect(run, pending, known, decision, decide, gap_tol)
+            run.save(pending.w, at=pending.end, dual=pending.dual, settled=_mask(settled))
     return run.result(w)
+
+
+def _sweep(objective, rng, settled, inner_epochs, dual, w, scale):
+    """One epoch of coordinate steps, skipping the ``settled`` rows; what the history
+    records of it."""
+    largest, visited = 0.0, 0
+    for block, rows in objective.shuffled_blocks(rng):
+        for sweep in range(inner_epochs):
+            if sweep:
+                rows = rng.permutation(block.n_rows)
+            if settled is not None:
+                rows = rows[~settled[block.row_start + rows]]
+            visited += rows.shape[0]
+            largest = max(largest, sk.sdca_rows(
+                block.indptr, block.indices, block.data, block.y, rows, block.row_start,
+                dual, w, *objective.loss_args, scale))
+    return dict(max_change=largest, visited=visited)
+
+
+class _Epoch:
+    """An epoch's end: where (EpochEnd), its w and alpha, what the history records of it,
+    and its evaluation (a Future of (state, gap), or None)."""
+
+    def __init__(self, end, w, dual, extra):
+        self.end, self.w, self.dual, self.extra = end, w, dual, extra
+        self.evaluation = None
+
+
+def _evaluate(objective, w, dual):
+    state = objective.evaluate(w)
+    return state, state.f - dual_objective(objective, dual, w)
+
+
+def _collect(run, epoch, known, decision, decide, gap_tol):
+    """Record ``epoch`` (waiting for its evaluation); returns the last evaluation and its
+    alpha, and the rows they settle, updated if the epoch was evaluated."""
+    state, gap = epoch.evaluation.result() if epoch.evaluation is not None else (None, None)
+    run.record(state, at=epoch.end, **epoch.extra)
+    if state is None:
+        return known, decision
+    run.history[-1]["gap"] = gap
+    if gap_tol is not None and gap <= gap_tol * abs(state.f):
+        run.finish("duality gap below gap_tol")
+    known = state, epoch.dual
+    return known, decide(known)
+
+
+def _mask(settled):
+    """``settled`` as a checkpoint array (empty: none decided)."""
+    return np.zeros(0, bool) if settled is None else settled
+
+
+class _Evaluations:
+    """Runs SDCA's evaluations: with ``overlap``, in one worker thread on one numba thread,
+    beside the next epoch on the other core (numba's kernels release the GIL); else
+    where they are asked for."""
+
+    def __init__(self, overlap):
+        self.pool = ThreadPoolExecutor(1, "sdca-evaluation", numba.set_num_threads,
+                                       (1,)) if overlap else None
+
+    def submit(self, fn, *args):
+        if self.pool is not None:
+            return self.pool.submit(fn, *args)
+        done = Future()
+        done.set_result(fn(*args))
+        return done
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.pool is not None:
+            self.pool.shutdown()
 
 
 def _settled(objective, state, dual):

@@ -13,6 +13,7 @@ threshold (see :func:`~streamssvm.solvers.common.stopping_threshold`).
 import tempfile
 import time
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -39,6 +40,16 @@ def check_epochs(max_iter, eval_every):
         raise ValueError(f"max_iter (epochs) must be a non-negative integer, got {max_iter!r}")
     if not (isinstance(eval_every, (int, np.integer)) and eval_every >= 0):
         raise ValueError(f"eval_every must be a non-negative integer, got {eval_every!r}")
+
+
+@dataclass
+class EpochEnd:
+    """Where an epoch ended: its number, the passes made by then (the evaluation not
+    counted) and the random generator's state, for a checkpoint or a rewind to it."""
+
+    epoch: int
+    passes: int
+    rng: dict
 
 
 class EpochRun:
@@ -85,14 +96,16 @@ class EpochRun:
         self.bar = tqdm(disable=not progress, total=max_iter, initial=self.epoch, unit="epoch",
                         desc=name)
 
-    def save(self, w, **arrays):
+    def save(self, w, at=None, **arrays):
         """Checkpoint the end of this epoch: the iterate ``w``, the solver's ``arrays``, the
-        history and the random generator (if a checkpoint was asked for and is due)."""
+        history and the random generator (if a checkpoint was asked for and is due). ``at``:
+        an :class:`EpochEnd` to save instead of this epoch (the generator as it was then)."""
         if self.checkpoint is not None:
-            self.checkpoint.save(dict(epoch=self.epoch, history=self.history,
-                                      passes=self.objective.passes, threshold=self.threshold,
-                                      seconds=time.perf_counter() - self.start,
-                                      rng=self.rng.bit_generator.state),
+            epoch, passes, rng = ((self.epoch, self.objective.passes, self.rng.bit_generator.state)
+                                  if at is None else (at.epoch, at.passes, at.rng))
+            self.checkpoint.save(dict(epoch=epoch, history=self.history, passes=passes,
+                                      threshold=self.threshold,
+                                      seconds=time.perf_counter() - self.start, rng=rng),
                                  dict(arrays, w=w), force=not self.next_due())
 
     def next_due(self):
@@ -107,8 +120,9 @@ class EpochRun:
         """Stop, converged by a solver's own rule (e.g. SDCA's duality gap)."""
         self.finished, self.message = True, message
 
-    def _record(self, **extra):
-        entry = dict(iteration=self.epoch, passes=self.objective.passes,
+    def _record(self, epoch=None, passes=None, **extra):
+        entry = dict(iteration=self.epoch if epoch is None else epoch,
+                     passes=self.objective.passes if passes is None else passes,
                      seconds=time.perf_counter() - self.start, accepted=True, **extra)
         if self.state is not None:
             entry.update(f=self.state.f, grad_norm=self.state.grad_norm)
@@ -126,17 +140,39 @@ class EpochRun:
         self.epoch += 1
         return True
 
-    def end_epoch(self, w, **extra):
-        """Evaluate at ``w`` when due (every ``eval_every`` epochs and at the last) and record
-        the epoch; returns the new PointState or None."""
+    def epoch_end(self):
+        """This epoch's :class:`EpochEnd` (before its evaluation)."""
+        return EpochEnd(self.epoch, self.objective.passes, self.rng.bit_generator.state)
+
+    def due(self):
+        """An evaluation is due at the end of this epoch (every ``eval_every`` epochs and at
+        the last)."""
         last = self.epoch >= self.max_iter
-        due = self.eval_every and (self.epoch % self.eval_every == 0 or last)
-        self.state = self.objective.evaluate(w) if due else None
-        self._record(**extra)
+        return bool(self.eval_every and (self.epoch % self.eval_every == 0 or last))
+
+    def end_epoch(self, w, **extra):
+        """Evaluate at ``w`` when due and record the epoch; returns the new PointState or
+        None."""
+        return self.record(self.objective.evaluate(w) if self.due() else None, **extra)
+
+    def record(self, state, at=None, **extra):
+        """Record an epoch with its evaluation ``state`` (or None): this epoch, or the one
+        ``at`` (an :class:`EpochEnd`) if its evaluation ran beside the next epoch."""
+        self.state = state
+        if at is None:
+            self._record(**extra)
+        else:
+            self._record(epoch=at.epoch, passes=at.passes + (state is not None), **extra)
         self.bar.update(1)
         if self.state is not None:
             self.bar.set_postfix(f=f"{self.state.f:.6g}", grad=f"{self.state.grad_norm:.3g}")
         return self.state
+
+    def rewind(self, at):
+        """Go back to the end of epoch ``at`` (an :class:`EpochEnd`): the solver has undone
+        the epochs after it (its evaluation there was the last one needed)."""
+        self.epoch = at.epoch
+        self.rng.bit_generator.state = at.rng
 
     def result(self, w):
         """The SolverResult at ``w`` (evaluated if the last epoch was not)."""
