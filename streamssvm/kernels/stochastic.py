@@ -27,7 +27,7 @@ from numba import njit
 from ..losses._scalar import HINGE
 from ..losses._scalar import conjugate_with_params as conjugate
 from ..losses._scalar import derivatives_with_params as derivatives
-from .linear import row_axpy, row_dot, row_norm2, row_span
+from .linear import row_axpy, row_dot, row_dot_norm2, row_norm2, row_span
 
 # state[...] of the SGD kernels
 SCALE = 0          # w = scale * v
@@ -278,13 +278,13 @@ def sdca_rows(indptr, indices, data, y, order, row_start, dual, w, code, sigma, 
     largest = 0.0
     for pos in range(order.shape[0]):
         i = order[pos]
-        norm2 = row_norm2(indptr, indices, data, i)
+        xw, norm2 = row_dot_norm2(indptr, indices, data, i, w)
         if norm2 == 0.0:
             continue
         q = scale * norm2
         yi = float(y[i])
         old = dual[row_start + i]
-        margin = yi * row_dot(indptr, indices, data, i, w)
+        margin = yi * xw
         m_rest = margin - old * q
         if code == HINGE:
             new = min(1.0, max(0.0, (theta - m_rest) / q))
