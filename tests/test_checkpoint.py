@@ -23,7 +23,7 @@ kill_train = importlib.import_module("kill_train")
 RESUMABLE = [("tron", {}), ("tron", dict(preconditioner=True, forcing="quadratic")),
              ("newton", {}), ("newton", dict(hessian_sample=0.3)), ("gd", {}),
              ("sgd", dict(average=True)), ("pegasos", {}), ("svrg", {}), ("saga", {}),
-             ("sdca", {})]
+             ("sdca", {}), ("sdca", dict(eval_every=2))]
 
 
 @pytest.fixture(scope="module")

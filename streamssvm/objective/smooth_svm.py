@@ -34,6 +34,7 @@ cores). Streaming stays the path for data that does not fit.
 """
 
 import dataclasses
+import functools
 import threading
 from dataclasses import dataclass
 
@@ -59,7 +60,7 @@ class PointState:
     curvature: np.ndarray
     curved_rows: list = None  # [(indptr, indices, data, curvature)] of rows with D_ii != 0
 
-    @property
+    @functools.cached_property
     def grad_norm(self):
         return float(np.linalg.norm(self.grad))
 

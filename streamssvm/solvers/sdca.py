@@ -128,22 +128,22 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     scale = 1.0 / (objective.lam * objective.n_samples)
     overlap = overlap and objective.holds_data
 
-    def decide(known):  # the rows the next epochs skip, from the last evaluation
-        return _settled(objective, *known) if shrinking and known is not None else None
-
-    # the last evaluation and its alpha (none when w0 was mapped to the dual)
-    consistent = run.resumed is not None or w0 is None
-    known = (run.state, np.array(dual) if overlap else dual) if consistent else None
-    decision = decide(known)
-    saved = run.resumed.get("settled") if run.resumed is not None else None
-    settled = decision if saved is None else (saved if saved.size else None)
+    # the rows the epochs skip (``settled``: the next one; ``decision``: those after it):
+    # decided from the first evaluation (none when w0 was mapped to the dual), or as the
+    # checkpoint's run had them
+    consistent = (run.resumed is not None or w0 is None) and run.state is not None
+    settled = _settled(objective, run.state, dual) if shrinking and consistent else None
+    decision = settled
+    if run.resumed is not None and "settled" in run.resumed:
+        settled, decision = (_unmask(run.resumed[k]) for k in ("settled", "decision"))
     pending = None  # with overlap: the last epoch, evaluated beside this one
     with _Evaluations(overlap) as evaluations:
         while run.next_epoch():
             extra = _sweep(objective, run.rng, settled, inner_epochs, dual, w, scale)
             if pending is not None:
-                known, decision = _collect(run, pending, known, decision, decide, gap_tol)
-                run.save(pending.w, at=pending.end, dual=pending.dual, settled=_mask(settled))
+                decision = _collect(run, pending, decision, gap_tol)
+                run.save(pending.w, at=pending.end, dual=pending.dual,
+                         settled=_mask(settled), decision=_mask(decision))
                 if run.converged:  # this epoch was not needed: back to the last
                     w[:], dual[:] = pending.w, pending.dual
                     run.rewind(pending.end)
@@ -152,17 +152,19 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
             # (after the last evaluation ended: its pass is counted)
             epoch = _Epoch(run.epoch_end(), w.copy(), np.array(dual) if overlap else dual, extra)
             if run.due():
-                epoch.evaluation = evaluations.submit(_evaluate, objective, epoch.w, epoch.dual)
+                epoch.evaluation = evaluations.submit(_evaluate, objective, epoch.w, epoch.dual,
+                                                      shrinking)
             if overlap:
                 pending = epoch
             else:
-                known, decision = _collect(run, epoch, known, decision, decide, gap_tol)
+                decision = _collect(run, epoch, decision, gap_tol)
             settled = decision
             if not overlap:
-                run.save(w, dual=dual, settled=_mask(settled))
+                run.save(w, dual=dual, settled=_mask(settled), decision=_mask(decision))
         if pending is not None:
-            _collect(run, pending, known, decision, decide, gap_tol)
-            run.save(pending.w, at=pending.end, dual=pending.dual, settled=_mask(settled))
+            decision = _collect(run, pending, decision, gap_tol)
+            run.save(pending.w, at=pending.end, dual=pending.dual, settled=_mask(settled),
+                     decision=_mask(decision))
     return run.result(w)
 
 
@@ -192,28 +194,33 @@ class _Epoch:
         self.evaluation = None
 
 
-def _evaluate(objective, w, dual):
+def _evaluate(objective, w, dual, shrinking):
+    """The state at w, the duality gap, and the rows it settles (if ``shrinking``)."""
     state = objective.evaluate(w)
-    return state, state.f - dual_objective(objective, dual, w)
+    gap = state.f - dual_objective(objective, dual, w)
+    return state, gap, _settled(objective, state, dual) if shrinking else None
 
 
-def _collect(run, epoch, known, decision, decide, gap_tol):
-    """Record ``epoch`` (waiting for its evaluation); returns the last evaluation and its
-    alpha, and the rows they settle, updated if the epoch was evaluated."""
-    state, gap = epoch.evaluation.result() if epoch.evaluation is not None else (None, None)
+def _collect(run, epoch, decision, gap_tol):
+    """Record ``epoch`` (waiting for its evaluation); the rows the next epochs skip."""
+    if epoch.evaluation is None:
+        run.record(None, at=epoch.end, **epoch.extra)
+        return decision
+    state, gap, decision = epoch.evaluation.result()
     run.record(state, at=epoch.end, **epoch.extra)
-    if state is None:
-        return known, decision
     run.history[-1]["gap"] = gap
     if gap_tol is not None and gap <= gap_tol * abs(state.f):
         run.finish("duality gap below gap_tol")
-    known = state, epoch.dual
-    return known, decide(known)
+    return decision
 
 
 def _mask(settled):
     """``settled`` as a checkpoint array (empty: none decided)."""
     return np.zeros(0, bool) if settled is None else settled
+
+
+def _unmask(array):
+    return array if array.size else None
 
 
 class _Evaluations:
@@ -242,10 +249,7 @@ class _Evaluations:
 
 def _settled(objective, state, dual):
     """The rows whose coordinate step is zero at the evaluated ``state`` (boolean array of
-    shape (n_samples,)): psi'' is 0 at the margin and alpha_i = -psi'(margin) to 1e-12.
-    None when there is no evaluation to decide from (all rows are visited)."""
-    if state is None:
-        return None
+    shape (n_samples,)): psi'' is 0 at the margin and alpha_i = -psi'(margin) to 1e-12."""
     slopes = np.empty(objective.n_samples)
     sk.slopes_of_margins(state.margins, *objective.loss_args, slopes)
     dual = np.asarray(dual)
