@@ -187,7 +187,7 @@ def _sweep(objective, rng, settled, inner_epochs, dual, w, scale):
 
 class _Epoch:
     """An epoch's end: where (EpochEnd), its w and alpha, what the history records of it,
-    and its evaluation (a Future of (state, gap), or None)."""
+    and its evaluation (a Future of :func:`_evaluate`'s result, or None)."""
 
     def __init__(self, end, w, dual, extra):
         self.end, self.w, self.dual, self.extra = end, w, dual, extra
@@ -203,14 +203,13 @@ def _evaluate(objective, w, dual, shrinking):
 
 def _collect(run, epoch, decision, gap_tol):
     """Record ``epoch`` (waiting for its evaluation); the rows the next epochs skip."""
-    if epoch.evaluation is None:
-        run.record(None, at=epoch.end, **epoch.extra)
-        return decision
-    state, gap, decision = epoch.evaluation.result()
+    state, gap, decision = (epoch.evaluation.result() if epoch.evaluation is not None
+                            else (None, None, decision))
     run.record(state, at=epoch.end, **epoch.extra)
-    run.history[-1]["gap"] = gap
-    if gap_tol is not None and gap <= gap_tol * abs(state.f):
-        run.finish("duality gap below gap_tol")
+    if state is not None:
+        run.history[-1]["gap"] = gap
+        if gap_tol is not None and gap <= gap_tol * abs(state.f):
+            run.finish("duality gap below gap_tol")
     return decision
 
 

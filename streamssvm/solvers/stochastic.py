@@ -101,11 +101,10 @@ class EpochRun:
         history and the random generator (if a checkpoint was asked for and is due). ``at``:
         an :class:`EpochEnd` to save instead of this epoch (the generator as it was then)."""
         if self.checkpoint is not None:
-            epoch, passes, rng = ((self.epoch, self.objective.passes, self.rng.bit_generator.state)
-                                  if at is None else (at.epoch, at.passes, at.rng))
-            self.checkpoint.save(dict(epoch=epoch, history=self.history, passes=passes,
+            at = self.epoch_end() if at is None else at
+            self.checkpoint.save(dict(epoch=at.epoch, history=self.history, passes=at.passes,
                                       threshold=self.threshold,
-                                      seconds=time.perf_counter() - self.start, rng=rng),
+                                      seconds=time.perf_counter() - self.start, rng=at.rng),
                                  dict(arrays, w=w), force=not self.next_due())
 
     def next_due(self):
