@@ -112,9 +112,17 @@ def assert_same_oracle(a, b, rtol=1e-12):
 
 # ---------------------------------------------------------------- derivatives
 
-# the two ways the oracle computes: from the data held by rows and columns, or block by
-# block with per-thread scatter vectors (the streamed path)
-HOLDS = [pytest.param(True, id="held"), pytest.param(False, id="streamed")]
+# the ways the oracle computes: from the data held by rows and columns (products X v by
+# rows; for wide data, with fewer rows than columns, by columns), or block by block with
+# per-thread scatter vectors (the streamed path)
+HOLDS = [pytest.param(True, id="held"), pytest.param("wide", id="held-wide"),
+         pytest.param(False, id="streamed")]
+
+
+def shaped(hold, tall, wide):
+    """The problem's shape (n, d): ``wide`` for ``hold`` "wide", else ``tall``; and the
+    objective's ``hold``."""
+    return (wide if hold == "wide" else tall), hold == "wide" or hold
 
 
 @pytest.mark.parametrize("hold", HOLDS)
@@ -122,10 +130,11 @@ HOLDS = [pytest.param(True, id="held"), pytest.param(False, id="streamed")]
 @pytest.mark.parametrize("bias", INTERCEPTS)
 @pytest.mark.parametrize("loss, sigma", LOSSES)
 def test_gradient_against_five_point_differences(loss, sigma, bias, dtype, hold):
-    X, y = random_problem(dtype=dtype, seed=3)
+    (n, d), hold = shaped(hold, (300, 40), (40, 300))
+    X, y = random_problem(n=n, d=d, dtype=dtype, seed=3)
     obj = SmoothSVMObjective(InMemorySource(X, y), loss, lam=1e-2, sigma=sigma,
                              fit_intercept=bool(bias), intercept_scaling=bias or 1.0, hold=hold)
-    w = point(obj)
+    w = point(obj, scale=0.6 * np.sqrt(40 / d))  # margins as spread when wide
     assert obj.value(w) == pytest.approx(obj.evaluate(w).f, rel=1e-14)
     assert_gradient_matches_differences(obj, w, np.random.default_rng(7))
 
@@ -149,10 +158,12 @@ def assert_gradient_matches_differences(obj, w, rng):
 @pytest.mark.parametrize("bias", INTERCEPTS)
 @pytest.mark.parametrize("loss, sigma", LOSSES)
 def test_hessian_vector_product_against_gradient_differences(loss, sigma, bias, dtype, hold):
-    X, y = random_problem(dtype=dtype, seed=4)
+    (n, d), hold = shaped(hold, (300, 40), (40, 300))
+    X, y = random_problem(n=n, d=d, dtype=dtype, seed=4)
     obj = SmoothSVMObjective(InMemorySource(X, y), loss, lam=1e-2, sigma=sigma,
                              fit_intercept=bool(bias), intercept_scaling=bias or 1.0, hold=hold)
-    assert_hessp_matches_differences(obj, point(obj, seed=2), np.random.default_rng(8))
+    w = point(obj, seed=2, scale=0.6 * np.sqrt(40 / d))
+    assert_hessp_matches_differences(obj, w, np.random.default_rng(8))
 
 
 def assert_hessp_matches_differences(obj, w, rng):
@@ -172,11 +183,12 @@ def assert_hessp_matches_differences(obj, w, rng):
 @pytest.mark.parametrize("loss, sigma", LOSSES)
 def test_against_explicit_dense_hessian(loss, sigma, bias, hold):
     """f, g against numpy; Hv and the diagonal against X^T D X, and e_j^T H e_j."""
-    X, y = random_problem(n=60, d=12, density=0.4, seed=5)
+    (n, d), hold = shaped(hold, (60, 12), (40, 80))
+    X, y = random_problem(n=n, d=d, density=0.4, seed=5)
     lam = 0.05
     obj = SmoothSVMObjective(InMemorySource(X, y), loss, lam=lam, sigma=sigma,
                              fit_intercept=bool(bias), intercept_scaling=bias or 1.0, hold=hold)
-    w = point(obj, seed=3)
+    w = point(obj, seed=3, scale=0.6 * np.sqrt(12 / d))
     f, grad, hess = reference(X, np.where(y > 0, 1.0, -1.0), loss, sigma, lam, bias, w)
     state = obj.evaluate(w)
     assert state.f == pytest.approx(f, rel=1e-12)
@@ -237,15 +249,16 @@ def test_one_block_equals_many_blocks_on_a9a():
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("bias", INTERCEPTS)
 def test_store_file_equals_in_memory_source(tmp_path, compression, dtype, bias, hold):
-    X, y = random_problem(n=503, d=40, dtype=dtype, seed=13)
+    (n, d), hold = shaped(hold, (503, 40), (40, 503))
+    X, y = random_problem(n=n, d=d, dtype=dtype, seed=13)
     path = write_store(tmp_path / "data.h5", X, y, compression=compression, block_rows=37)
     kw = dict(lam=1e-3, sigma=2.0 ** -3, fit_intercept=bool(bias), intercept_scaling=bias or 1.0)
     memory = SmoothSVMObjective(InMemorySource(X, y), "psi_m", **kw)
     with Store(path) as store:
-        assert store.n_blocks == 14 and store.value_dtype == dtype
+        assert store.n_blocks == -(-n // 37) and store.value_dtype == dtype
         assert store.metadata["options"]["compression"] == compression
         on_disk = SmoothSVMObjective(store, "psi_m", hold=hold, **kw)
-        w = point(memory)
+        w = point(memory, scale=0.6 * np.sqrt(40 / d))
         s = np.random.default_rng(14).normal(size=memory.n_variables)
         assert_same_oracle(oracle_outputs(on_disk, w, s), oracle_outputs(memory, w, s))
         assert on_disk.value(w) == pytest.approx(memory.value(w), rel=1e-12, abs=0)
@@ -254,8 +267,9 @@ def test_store_file_equals_in_memory_source(tmp_path, compression, dtype, bias, 
 @pytest.mark.parametrize("hold", HOLDS)
 @pytest.mark.parametrize("loss, sigma", [LOSSES[1], LOSSES[4]])
 def test_two_threads_equal_one_thread(loss, sigma, hold):
-    X, y = a9a_subset(8000)
-    kw = dict(lam=1e-4, sigma=sigma, fit_intercept=True, hold=hold)
+    X, y = random_problem(n=500, d=4000, density=0.01, seed=16) if hold == "wide" else \
+        a9a_subset(8000)
+    kw = dict(lam=1e-4, sigma=sigma, fit_intercept=True, hold=bool(hold))
     for blocking in (dict(), dict(block_nnz=20000)):
         serial = SmoothSVMObjective(InMemorySource(X, y, **blocking), loss, n_threads=1, **kw)
         threaded = SmoothSVMObjective(InMemorySource(X, y, **blocking), loss, n_threads=2, **kw)

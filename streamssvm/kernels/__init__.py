@@ -2,11 +2,12 @@
 (``linear``); the stochastic solvers' per-row updates (``stochastic``)."""
 
 from . import stochastic
-from .linear import (column_sums, curved_products, decision, decision_classes,
-                     gather_curved_rows, hess_diag, hess_vec, loss_coef, loss_grad, loss_sum,
-                     loss_sum_along, max_row_norm2, merge_parts, row_partition, transpose)
+from .linear import (column_products, column_sums, curved_products, decision,
+                     decision_classes, gather_curved_rows, hess_diag, hess_vec, loss_coef,
+                     loss_coef_by_columns, loss_grad, loss_sum, loss_sum_along, max_row_norm2,
+                     merge_parts, row_partition, transpose)
 
-__all__ = ["column_sums", "curved_products", "decision", "decision_classes",
-           "gather_curved_rows", "hess_diag", "hess_vec", "loss_coef", "loss_grad", "loss_sum",
-           "loss_sum_along", "max_row_norm2", "merge_parts", "row_partition", "stochastic",
-           "transpose"]
+__all__ = ["column_products", "column_sums", "curved_products", "decision", "decision_classes",
+           "gather_curved_rows", "hess_diag", "hess_vec", "loss_coef", "loss_coef_by_columns",
+           "loss_grad", "loss_sum", "loss_sum_along", "max_row_norm2", "merge_parts",
+           "row_partition", "stochastic", "transpose"]

@@ -105,8 +105,15 @@ def _row_terms(indptr, indices, data, y, i, w, bias, code, sigma, theta, params,
                curvature_floor, weights):
     """Row i's margin y_i x_i.w, c_i psi, c_i psi' y_i (its coefficient in the gradient) and
     c_i psi'' (0 below ``curvature_floor``)."""
+    return _terms(_dot(indptr, indices, data, i, w, bias), y, i, code, sigma, theta, params,
+                  curvature_floor, weights)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _terms(xw, y, i, code, sigma, theta, params, curvature_floor, weights):
+    """:func:`_row_terms` from row i's product ``xw`` = x_i.w (intercept included)."""
     yi = float(y[i])
-    margin = yi * _dot(indptr, indices, data, i, w, bias)
+    margin = yi * xw
     value, slope, curv = derivatives(code, margin, sigma, theta, params)
     if not curv >= curvature_floor:
         curv = 0.0
@@ -302,6 +309,40 @@ def loss_coef(indptr, indices, data, y, w, bias, code, sigma, theta, params, cur
                                 curvature_floor, bounds[t], bounds[t + 1], margins, curvature,
                                 coef, weights)
     return partial.sum()
+
+
+@njit(cache=True, nogil=True)
+def loss_coef_by_columns(colptr, rows, values, y, w, bias, code, sigma, theta, params,
+                         curvature_floor, margins, curvature, coef, n_parts, weights=None):
+    """:func:`loss_coef` with the products X w taken by columns from the transpose
+    (:func:`column_products`): for wide data, whose margins fit in cache and w does not."""
+    xw = column_products(colptr, rows, values, w, y.shape[0], n_parts)
+    wb = bias * w[w.shape[0] - 1] if bias != 0.0 else 0.0
+    total = 0.0
+    for i in range(y.shape[0]):
+        margins[i], value, coef[i], curvature[i] = _terms(
+            xw[i] + wb, y, i, code, sigma, theta, params, curvature_floor, weights)
+        total += value
+    return total
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def column_products(colptr, rows, values, v, n_rows, n_parts):
+    """X v (the columns' part, without an intercept) from the transpose: each of
+    ``n_parts`` column ranges reads its part of v in order and adds into its own
+    n_rows-vector, summed at the end. Where X v fits in cache and v does not (wide data),
+    this beats row dot products' scattered reads of v: news20's X v on one thread took
+    14 ms against 23 ms."""
+    bounds = row_partition(colptr, n_parts)
+    partial = np.zeros((n_parts, n_rows))
+    for t in prange(n_parts):
+        out = partial[t]
+        for j in range(bounds[t], bounds[t + 1]):
+            vj = v[j]
+            if vj != 0.0:
+                for k in row_span(colptr, j):
+                    out[np.uintp(rows[k])] += values[k] * vj
+    return partial.sum(axis=0)
 
 
 @njit(cache=True, nogil=True, parallel=True)
