@@ -30,7 +30,8 @@ later call computes from there, stochastic epochs included: the margins and curv
 rows, the gradient, Hessian products and diagonal as column sums X^T v, which threads
 compute without a d-vector each (a scatter into per-thread vectors is bound by scattered
 memory traffic; on news20 the column sums made a Hessian-vector product 2-3x faster on 2
-cores). Streaming stays the path for data that does not fit.
+cores). On wide data (fewer rows than columns) the products X v are taken by columns too
+(see ``_wide``). Streaming stays the path for data that does not fit.
 """
 
 import dataclasses
