@@ -2,6 +2,8 @@
 stochastic ones shuffled_blocks). Second order: TRON, line-search Newton, L-BFGS; full
 gradient: GD, AGD; stochastic (``max_iter`` counts epochs): SGD, Pegasos, SVRG, SAGA, SDCA."""
 
+import math
+
 from .agd import agd
 from .common import ConvergenceWarning, SolverResult
 from .gd import gd
@@ -18,15 +20,18 @@ SOLVERS = {"tron": tron, "newton": newton, "lbfgs": lbfgs, "gd": gd, "agd": agd,
 STOCHASTIC = ("sgd", "pegasos", "svrg", "saga", "sdca")
 
 
-# solver="auto": SDCA when n_features >= n_samples * min(WIDE, CURVED / sup psi''), else
-# Newton (the sharper the loss, the narrower the data SDCA wins on; the hinge, always).
-# tools/bench_auto.py, 108 runs to eps 0.01 (LIBLINEAR's rule): four losses, lambda
-# 1e-4 to 1e-6, on a9a, w8a, ijcnn1 (n_features / n_samples <= 0.006), news20 (105) and
-# news20 cut to its 500 to 100,000 most frequent words (0.044 to 8.8). This rule picked
-# the slower solver in 9 runs, by at most 1.9x; choosing by the loss alone (SDCA for the
-# squared hinge and psi_G at 2^-6) did in 53, by up to 219x, all on tall data.
+# solver="auto": SDCA when n_features >= n_samples * min(WIDE, CURVED / sqrt(sup psi'')),
+# else Newton (the sharper the loss, the narrower the data SDCA wins on; the hinge,
+# always). tools/bench_auto.py, 108 runs to eps 0.01 (LIBLINEAR's rule): four losses,
+# lambda 1e-4 to 1e-6, on a9a, w8a, ijcnn1 (n_features / n_samples <= 0.006), news20
+# (105) and news20 cut to its 500 to 100,000 most frequent words (0.044 to 8.8). Once
+# SDCA evaluated beside its epochs and wide data took its products by columns (11-26 c),
+# this rule picked the slower solver in 11 of 107 runs (one was left out: it timed a
+# compilation), by at most 1.9x and 4% on average; the rule before, 5 / sup psi'', in 23,
+# by up to 2.1x and 11% on average. Choosing by the loss alone (SDCA for the squared
+# hinge and psi_G at 2^-6) had picked the slower in 53 runs, by up to 219x, on tall data.
 WIDE = 10.0
-CURVED = 5.0
+CURVED = 0.5
 
 
 def choose_solver(loss, n_samples, n_features, fit_intercept=False, weighted=False,
@@ -44,7 +49,7 @@ def choose_solver(loss, n_samples, n_features, fit_intercept=False, weighted=Fal
         return "tron"
     if fit_intercept or weighted or distributed:
         return "sgd" if loss.name == "hinge" and not (weighted or distributed) else "newton"
-    wide = min(WIDE, CURVED / loss.lipschitz)
+    wide = min(WIDE, CURVED / math.sqrt(loss.lipschitz))
     return "sdca" if n_features >= wide * n_samples else "newton"
 
 
