@@ -227,6 +227,9 @@ def _add_train(subparsers):
                         "such as 1:5,-1:0.5 (others 1)")
     p.add_argument("--preconditioner", action="store_true",
                    help="diagonal preconditioner for CG (tron; newton always uses it)")
+    p.add_argument("--backtrack", action="store_true",
+                   help="tron: take a backtracking step along a rejected trial step instead of "
+                        "solving again in a smaller region (Nocedal & Yuan)")
     p.add_argument("--forcing", choices=("constant", "quadratic"), default="constant",
                    help="tron's CG forcing term: 0.1, or min(0.1, ||grad||) (quadratic regime)")
     p.add_argument("--seed", type=int, default=0,
@@ -277,7 +280,8 @@ def _checkpoint_options(args):
 def _solver_options(args):
     """The command line's options of the chosen solver."""
     if args.solver == "tron":
-        return dict(preconditioner=args.preconditioner, forcing=args.forcing)
+        return dict(preconditioner=args.preconditioner, forcing=args.forcing,
+                    backtrack=args.backtrack)
     options = {}
     if args.solver in STOCHASTIC:
         options["seed"] = args.seed

@@ -6,6 +6,8 @@ LIBLINEAR's stopping rule for -s 0 / -s 2 is ||g|| <= eps max(min(#pos, #neg), 1
 scale-free, so ``liblinear_tol=True`` with the same eps is the same rule.
 """
 
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -15,11 +17,11 @@ from scipy.optimize import minimize
 from scipy.special import ndtr
 
 from shared_data import load_shared as load
-from streamssvm import ConvergenceWarning
-from streamssvm.data import InMemorySource
+from streamssvm import ConvergenceWarning, Model
+from streamssvm.data import InMemorySource, write_store
 from streamssvm.objective import SmoothSVMObjective
 from streamssvm.solvers import tron
-from streamssvm.solvers.common import stopping_threshold
+from streamssvm.solvers.common import backtracking, stopping_threshold
 
 HISTORY_FIELDS = {"iteration", "f", "grad_norm", "cg_steps", "delta", "passes", "seconds",
                   "accepted"}
@@ -183,6 +185,54 @@ def test_preconditioner_reaches_the_same_optimum(small_problem):
     steps = sum(h["cg_steps"] for h in pre.history[1:])
     trials = len(pre.history) - 1
     assert pre.passes == 2 + steps + trials + pre.n_iter
+
+
+@pytest.mark.parametrize("loss, sigma, lam", [("squared_hinge", None, 1e-5),
+                                             ("psi_g", 2.0 ** -6, 1e-4)])
+def test_backtracking_takes_the_rejected_steps(small_problem, loss, sigma, lam):
+    paper = solve(make_objective(small_problem, loss, sigma, lam), tol=1e-6)
+    assert not all(h["accepted"] for h in paper.history)  # the case arises here
+    # streamed, so that every Hessian product is a pass
+    objective = make_objective(small_problem, loss, sigma, lam, cache_curved=False, hold=False)
+    result = solve(objective, tol=1e-6, backtrack=True)
+    assert result.converged and all(h["accepted"] for h in result.history)
+    steps = [h["step"] for h in result.history[1:]]
+    assert min(steps) < 1 and all(np.log2(t) == round(np.log2(t)) for t in steps)
+    # a backtracked iteration costs one more pass
+    for before, after in zip(result.history, result.history[1:]):
+        extra = after["step"] < 1
+        assert after["passes"] - before["passes"] == after["cg_steps"] + 1 + extra
+    assert result.f == pytest.approx(paper.f, rel=1e-8)
+    assert (sum(h["cg_steps"] for h in result.history)
+            < sum(h["cg_steps"] for h in paper.history))
+
+
+def test_backtracking_step_is_the_longest_armijo_halving(small_problem):
+    objective = make_objective(small_problem, "squared_hinge", None, 1e-5)
+    state = objective.evaluate(np.zeros(objective.n_variables))
+    for scale in (10.0, 1e3, 1e5):  # steepest descent steps too long for the full step
+        direction = -scale * state.grad
+        trial = objective.evaluate(state.w + direction)
+        gd = float(state.grad @ direction)
+        moved, step = backtracking(objective, state, direction, trial)
+        assert 0 < step < 1
+        np.testing.assert_allclose(moved.w, state.w + step * direction, rtol=1e-15)
+        assert moved.f == pytest.approx(objective.value(state.w + step * direction), rel=1e-13)
+        assert moved.f <= state.f + 0.01 * step * gd
+        doubled = objective.value(state.w + 2 * step * direction)
+        assert doubled > state.f + 0.01 * 2 * step * gd
+
+
+def test_cli_passes_backtrack_on(small_problem, tmp_path):
+    store, model = tmp_path / "a9a.h5", tmp_path / "m.npz"
+    write_store(store, InMemorySource(*small_problem))
+    out = subprocess.run([sys.executable, "-m", "streamssvm", "train", str(store), "-o",
+                          str(model), "--loss", "squared_hinge", "--lam", "1e-5", "--tol", "1e-6",
+                          "--backtrack", "--quiet"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    trained = Model.load(model)
+    assert trained.params["backtrack"] is True
+    assert min(h["step"] for h in trained.history[1:]) < 1
 
 
 def test_absolute_tolerance_rule(small_problem):

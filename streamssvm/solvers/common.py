@@ -81,6 +81,13 @@ def line_search(objective, state, direction, eta=ARMIJO_ETA):
     trial = objective.evaluate(state.w + direction)
     if trial.f - state.f <= eta * gd:
         return trial, 1.0
+    return backtracking(objective, state, direction, trial, eta)
+
+
+def backtracking(objective, state, direction, trial, eta=ARMIJO_ETA):
+    """The halvings of :func:`line_search` once its full step ``trial`` (the evaluated
+    state at w + ``direction``) has failed."""
+    gd = float(state.grad @ direction)
     step = 0.5
     while step >= 2.0 ** -MAX_HALVINGS:
         if objective.value_on_segment(state, trial, step) - state.f <= eta * step * gd:
