@@ -2,7 +2,8 @@
 
 Prints, on one training file:
   (a) seconds per SGD epoch (hinge, alpha = lambda, no intercept) of ours against
-      scikit-learn's SGDClassifier on the same in-memory matrix, and the ratio;
+      scikit-learn's SGDClassifier on the same in-memory matrix, and the ratio; both against
+      one thread's X w on that matrix, the dots every epoch computes (a floor);
   (b) (with --ooc STORE) seconds per SGD epoch from a store evicted from the page cache,
       under ../shared/bin/run-capped with --cap-mb, with the store's size over the cap and
       the peak memory;
@@ -63,6 +64,24 @@ def sgd_epochs(X, y, lam, epochs):
         theirs.fit(X, y)
     theirs_s = (time.perf_counter() - start) / epochs
     return ours_s, theirs_s, ours.model().score(X, y), theirs.score(X, y)
+
+
+def dot_floor(X, repeats):
+    """Seconds of one thread's X w over the matrix (best of ``repeats``): every epoch of
+    SGD computes these dots, one row after the other."""
+    import numba
+
+    from streamssvm import kernels
+
+    w, out = np.random.default_rng(0).standard_normal(X.shape[1]), np.empty(X.shape[0])
+    numba.set_num_threads(1)
+    times = []
+    for _ in range(repeats + 1):  # the first compiles or loads the kernel
+        start = time.perf_counter()
+        kernels.decision(X.indptr, X.indices, X.data, w, 0.0, out)
+        times.append(time.perf_counter() - start)
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    return min(times[1:])
 
 
 def ooc_epoch(store, cap_mb, lam, epochs):
@@ -150,6 +169,9 @@ def main(argv=None):
         ours, theirs, acc_ours, acc_theirs = sgd_epochs(X, y, args.lam, args.epochs)
         print(f"(a) SGD hinge epoch in memory: ours {ours:.4f} s, scikit-learn {theirs:.4f} s, "
               f"ratio {ours / theirs:.2f}; training accuracy {acc_ours:.4f} / {acc_theirs:.4f}")
+        floor = dot_floor(X, args.epochs)
+        print(f"    floor: one thread's X w (the dots an epoch cannot skip) {floor:.4f} s; "
+              f"ours {ours / floor:.2f}x it, scikit-learn {theirs / floor:.2f}x")
     if "b" in sections and args.ooc:
         size_mb = os.path.getsize(args.ooc) / 2**20
         seconds, peak = ooc_epoch(args.ooc, args.cap_mb, args.lam, 1)
