@@ -359,18 +359,51 @@ def test_held_data_is_read_once_and_products_read_nothing(tmp_path):
 
 @pytest.mark.parametrize("n_parts", [1, 2, 3, 7])
 def test_transpose_of_a_block_with_an_offset(n_parts):
-    """The CSC of rows taken out of the middle of a matrix (indptr not starting at 0),
-    with empty rows and columns, equals scipy's, made by any number of threads."""
+    """The columns of rows taken out of the middle of a matrix (indptr not starting at 0),
+    with empty rows, empty columns and columns of one nonzero, equal scipy's CSC, made by
+    any number of threads."""
     X, _ = random_problem(n=200, d=30, seed=28)
-    X = sp.hstack([X, sp.csr_matrix((200, 3))]).tocsr()  # empty columns at the end
     lo, hi = 37, 161
-    colptr, rows, values = kernels.transpose(X.indptr[lo:hi + 1], X.indices, X.data, X.shape[1],
-                                             n_parts)
+    one = sp.csr_matrix((np.arange(1.0, 6.0), ([40, 90, 160, 10, 100], [0, 1, 2, 3, 3])),
+                        shape=(200, 4))  # one nonzero in the block; column 3 has one outside
+    X = sp.hstack([one, X, sp.csr_matrix((200, 3)), one]).tocsr()  # empty columns too
+    columns = kernels.transpose(X.indptr[lo:hi + 1], X.indices, X.data, X.shape[1], n_parts)
+    single, single_rows, single_values, multi, multi_ptr, multi_rows, multi_values, empty = columns
     expected = X[lo:hi].tocsc()
     expected.sort_indices()
-    np.testing.assert_array_equal(colptr, expected.indptr)
-    np.testing.assert_array_equal(rows, expected.indices)
-    np.testing.assert_array_equal(values, expected.data)
+    lengths = np.diff(expected.indptr)
+    np.testing.assert_array_equal(single, np.flatnonzero(lengths == 1))
+    np.testing.assert_array_equal(multi, np.flatnonzero(lengths > 1))
+    np.testing.assert_array_equal(empty, np.flatnonzero(lengths == 0))
+    assert len(single) == 8 and len(empty) >= 3
+    np.testing.assert_array_equal(single_rows, expected.indices[expected.indptr[single]])
+    np.testing.assert_array_equal(single_values, expected.data[expected.indptr[single]])
+    np.testing.assert_array_equal(np.diff(multi_ptr), lengths[multi])
+    for c, j in enumerate(multi):
+        entries = slice(expected.indptr[j], expected.indptr[j + 1])
+        np.testing.assert_array_equal(multi_rows[multi_ptr[c]:multi_ptr[c + 1]],
+                                      expected.indices[entries])
+        np.testing.assert_array_equal(multi_values[multi_ptr[c]:multi_ptr[c + 1]],
+                                      expected.data[entries])
+
+
+@pytest.mark.parametrize("n_parts", [1, 2, 3, 7])
+def test_column_kernels_equal_scipy(n_parts):
+    """X v, X^T u and (X.^2)^T u from the columns, with single, multiple and empty columns."""
+    rng = np.random.default_rng(30)
+    X = sp.random(60, 400, density=0.01, random_state=31, format="csr")  # many single
+    X = sp.hstack([X, sp.random(60, 20, density=0.5, random_state=32)]).tocsr()
+    columns = kernels.transpose(X.indptr, X.indices, X.data, X.shape[1], n_parts)
+    assert min(len(columns[0]), len(columns[3]), len(columns[7])) > 10
+    v, u, x = rng.standard_normal(X.shape[1]), rng.standard_normal(60), rng.standard_normal(421)
+    np.testing.assert_allclose(kernels.column_products(columns, v, 60, n_parts), X @ v,
+                               rtol=1e-13, atol=1e-13)
+    for squared, M in ((False, X), (True, X.multiply(X))):
+        out = np.empty(421)
+        kernels.column_sums(columns, u, squared, 2.0, x, 0.3, 0.5, n_parts, out)
+        np.testing.assert_allclose(out[:420], 0.3 * x[:420] + 0.5 * (M.T @ u), rtol=1e-13,
+                                   atol=1e-13)
+        assert out[420] == pytest.approx(0.5 * (4.0 if squared else 2.0) * u.sum(), rel=1e-13)
 
 
 def test_hold_must_be_auto_or_a_bool():

@@ -195,7 +195,7 @@ class SmoothSVMObjective:
             self._held = False
             source = self.source
             nnz_bytes = 4 + np.dtype(source.value_dtype).itemsize
-            size = source.nnz * nnz_bytes + 8 * (self.n_features + 1)
+            size = source.nnz * nnz_bytes + 16 * (self.n_features + 1)  # + transpose
             if not source.in_memory:
                 size += source.nnz * nnz_bytes + 9 * self.n_samples
             fits = self.hold is True or (self.hold == "auto" and size <= self.cache_bytes)
@@ -204,7 +204,8 @@ class SmoothSVMObjective:
         return self._held[0] if self._held else None
 
     def _held_data(self):
-        """:meth:`_held_rows` and their transpose ``(colptr, rows, values)``, made by the
+        """:meth:`_held_rows` and their transpose (:func:`~streamssvm.kernels.transpose`'s
+        ``columns``), made by the
         first call that needs it (the stochastic solvers' epochs do not); None when the
         data is streamed."""
         block = self._held_rows()
@@ -213,14 +214,13 @@ class SmoothSVMObjective:
         if self._held[1] is None:
             self._held[1] = kernels.transpose(block.indptr, block.indices, block.data,
                                               self.n_features, self.n_threads)
-        return (block, *self._held[1])
+        return block, self._held[1]
 
     def _column_sums(self, v, squared, x, lam):
         """As :meth:`_merged`, of X^T v (X.^2 if ``squared``) from the held transpose."""
-        colptr, rows, values = self._held_data()[1:]
         lam, scale, _ = self._combination(lam)
         out = np.empty(self.n_variables)
-        kernels.column_sums(colptr, rows, values, v, squared, self.bias, x, lam, scale,
+        kernels.column_sums(self._held_data()[1], v, squared, self.bias, x, lam, scale,
                             self.n_threads, out)
         return out
 
@@ -319,7 +319,7 @@ class SmoothSVMObjective:
             b, coef = held[0], np.empty(self.n_samples)
             if self._wide:
                 loss = kernels.loss_coef_by_columns(
-                    *held[1:], b.y, w, self.bias, code, sigma, theta, params,
+                    held[1], b.y, w, self.bias, code, sigma, theta, params,
                     self.curvature_floor, margins, curvature, coef, self.n_threads,
                     self.sample_weight)
             else:
@@ -445,7 +445,7 @@ class SmoothSVMObjective:
             self.cached_sweeps += 1
             b, curvature = held[0], state.curvature
             if self._wide and 2 * np.count_nonzero(curvature) >= self.n_samples:
-                xs = kernels.column_products(*held[1:], s, self.n_samples, self.n_threads)
+                xs = kernels.column_products(held[1], s, self.n_samples, self.n_threads)
                 v = curvature * (xs + self.bias * s[-1] if self.bias else xs)
             else:  # rows without curvature are not read
                 v = np.empty(self.n_samples)
