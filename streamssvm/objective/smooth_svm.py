@@ -204,10 +204,9 @@ class SmoothSVMObjective:
         return self._held[0] if self._held else None
 
     def _held_data(self):
-        """:meth:`_held_rows` and their transpose (:func:`~streamssvm.kernels.transpose`'s
-        ``columns``), made by the
-        first call that needs it (the stochastic solvers' epochs do not); None when the
-        data is streamed."""
+        """:meth:`_held_rows` and their transpose (the ``columns`` of
+        :func:`~streamssvm.kernels.transpose`), made by the first call that needs it (the
+        stochastic solvers' epochs do not); None when the data is streamed."""
         block = self._held_rows()
         if block is None:
             return None
