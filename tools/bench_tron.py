@@ -69,6 +69,12 @@ def liblinear_train(X, y, solver, lam, eps):
     return seconds, w
 
 
+def liblinear_best(X, y, solver, lam, eps, repeats):
+    """The fastest of ``repeats`` LIBLINEAR trainings, and its weights."""
+    return min((liblinear_train(X, y, solver, lam, eps) for _ in range(repeats)),
+               key=lambda timed: timed[0])
+
+
 def accuracy(X, y, w):
     return float(np.mean(np.where(X @ w > 0, 1.0, -1.0) == y)) if X is not None else float("nan")
 
@@ -93,8 +99,7 @@ def section_like_for_like(args, store, X, y, Xt, yt):
     src = InMemorySource(X, y)
     threads = max(args.threads)
     for loss, solver in (("squared_hinge", 2), ("logistic", 0)):
-        timed = [liblinear_train(X, y, solver, args.lam, args.eps) for _ in range(args.repeats)]
-        peer_s, peer_w = min(t[0] for t in timed), timed[0][1]
+        peer_s, peer_w = liblinear_best(X, y, solver, args.lam, args.eps, args.repeats)
         peer_obj = SmoothSVMObjective(src, loss, args.lam).value(peer_w)
         runs = ([("tron", n, {}) for n in args.threads] + [("tron+bt", threads, dict(backtrack=True))]
                 + [("newton", threads, {})])
@@ -268,10 +273,8 @@ def section_fastest_psi_g(args, store, X, y, Xt, yt):
     print(f"\n(f) psi_G at sigma = 2^{np.log2(sigma):g}: time to within 1e-3 of the optimal "
           f"objective, against LIBLINEAR's L2-SVM solvers at their default eps")
     print(f"(best of {args.repeats} runs for LIBLINEAR, SDCA and auto; TRON and Newton once)")
-    peers = []
-    for s, e in ((1, 0.1), (2, 0.01), (3, 0.1)):
-        timed = [liblinear_train(X, y, s, args.lam, e) for _ in range(args.repeats)]
-        peers.append((f"LIBLINEAR -s {s} (eps {e})", min(t[0] for t in timed), timed[0][1]))
+    peers = [(f"LIBLINEAR -s {s} (eps {e})",) + liblinear_best(X, y, s, args.lam, e, args.repeats)
+             for s, e in ((1, 0.1), (2, 0.01), (3, 0.1))]
     for name, seconds, w in peers:
         print(f"{name:<34}{seconds:>9.3f} s  test acc {accuracy(Xt, yt, w):.4f}")
     fastest = min(p[1] for p in peers)

@@ -70,24 +70,20 @@ def diag_preconditioner(objective, state, enabled):
 
 
 def line_search(objective, state, direction, eta=ARMIJO_ETA):
-    """Armijo backtracking from ``state`` along ``direction`` (a descent direction).
-
-    The full step is evaluated (one pass); if it fails f <= f(w) + eta t g.d, the steps
-    t = 2^-k (k = 1..60) are tried from the margins of the two points (no pass), and the
-    first that passes is evaluated (one more pass). Returns ``(PointState, t)``, or
-    ``(None, 0.0)`` when no step passes.
-    """
-    gd = float(state.grad @ direction)
-    trial = objective.evaluate(state.w + direction)
-    if trial.f - state.f <= eta * gd:
-        return trial, 1.0
-    return backtracking(objective, state, direction, trial, eta)
+    """Armijo backtracking from ``state`` along ``direction`` (a descent direction): the
+    full step is evaluated (one pass), then :func:`backtracking`. Returns ``(PointState,
+    t)``, or ``(None, 0.0)`` when no step passes."""
+    return backtracking(objective, state, direction, objective.evaluate(state.w + direction), eta)
 
 
 def backtracking(objective, state, direction, trial, eta=ARMIJO_ETA):
-    """The halvings of :func:`line_search` once its full step ``trial`` (the evaluated
-    state at w + ``direction``) has failed."""
+    """The first of t = 1, 2^-1, ..., 2^-60 with f(w + t d) <= f(w) + eta t g.d, given
+    ``trial``, the evaluated state at w + ``direction``: the halvings are tried from the
+    margins of the two points (no pass), and the one that passes is evaluated (one more
+    pass). Returns ``(PointState, t)``, or ``(None, 0.0)`` when no step passes."""
     gd = float(state.grad @ direction)
+    if trial.f - state.f <= eta * gd:
+        return trial, 1.0
     step = 0.5
     while step >= 2.0 ** -MAX_HALVINGS:
         if objective.value_on_segment(state, trial, step) - state.f <= eta * step * gd:
