@@ -358,16 +358,18 @@ def test_held_data_is_read_once_and_products_read_nothing(tmp_path):
 
 
 @pytest.mark.parametrize("n_parts", [1, 2, 3, 7])
-def test_transpose_of_a_block_with_an_offset(n_parts):
+@pytest.mark.parametrize("bucket_bits", [2, 13])
+def test_transpose_of_a_block_with_an_offset(n_parts, bucket_bits):
     """The columns of rows taken out of the middle of a matrix (indptr not starting at 0),
     with empty rows, empty columns and columns of one nonzero, equal scipy's CSC, made by
-    any number of threads."""
+    any number of threads, in one bucket of columns or in ten."""
     X, _ = random_problem(n=200, d=30, seed=28)
     lo, hi = 37, 161
     one = sp.csr_matrix((np.arange(1.0, 6.0), ([40, 90, 160, 10, 100], [0, 1, 2, 3, 3])),
                         shape=(200, 4))  # one nonzero in the block; column 3 has one outside
     X = sp.hstack([one, X, sp.csr_matrix((200, 3)), one]).tocsr()  # empty columns too
-    columns = kernels.transpose(X.indptr[lo:hi + 1], X.indices, X.data, X.shape[1], n_parts)
+    columns = kernels.transpose(X.indptr[lo:hi + 1], X.indices, X.data, X.shape[1], n_parts,
+                                bucket_bits)
     single, single_rows, single_values, multi, multi_ptr, multi_rows, multi_values, empty = columns
     expected = X[lo:hi].tocsc()
     expected.sort_indices()

@@ -195,7 +195,8 @@ class SmoothSVMObjective:
             self._held = False
             source = self.source
             nnz_bytes = 4 + np.dtype(source.value_dtype).itemsize
-            size = source.nnz * nnz_bytes + 16 * (self.n_features + 1)  # + transpose
+            # the transpose, and its scratch and column counts while it is made
+            size = source.nnz * (2 * nnz_bytes + 2) + 20 * (self.n_features + 1)
             if not source.in_memory:
                 size += source.nnz * nnz_bytes + 9 * self.n_samples
             fits = self.hold is True or (self.hold == "auto" and size <= self.cache_bytes)
