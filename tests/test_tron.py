@@ -17,7 +17,7 @@ from scipy.optimize import minimize
 from scipy.special import ndtr
 
 from shared_data import load_shared as load
-from streamssvm import ConvergenceWarning, Model
+from streamssvm import ConvergenceWarning, Model, kernels
 from streamssvm.data import InMemorySource, write_store
 from streamssvm.objective import SmoothSVMObjective
 from streamssvm.solvers import tron
@@ -233,6 +233,30 @@ def test_cli_passes_backtrack_on(small_problem, tmp_path):
     trained = Model.load(model)
     assert trained.params["backtrack"] is True
     assert min(h["step"] for h in trained.history[1:]) < 1
+
+
+@pytest.mark.parametrize("n_parts", [1, 2, 3])
+@pytest.mark.parametrize("preconditioned", [False, True])
+@pytest.mark.parametrize("model", [False, True])
+def test_fused_cg_sweeps_equal_numpy(n_parts, preconditioned, model):
+    """CG's fused sweeps move s and r, make z = M^-1 r and d = z + beta d, and return
+    s.M s, z.r, s.r and s.g (0 without g), as the numpy expressions do."""
+    rng = np.random.default_rng(40)
+    d, hd, s, r, g = rng.standard_normal((5, 1001))
+    precond = rng.uniform(0.5, 2.0, 1001) if preconditioned else None
+    z = np.empty(1001) if preconditioned else r
+    s_new, r_new = s + 0.3 * d, r - 0.3 * hd
+    z_new = r_new / precond if preconditioned else r_new
+    m = precond if preconditioned else 1.0
+    sums = kernels.vector.cg_move(0.3, d, hd, s, r, precond, z, g if model else None, n_parts)
+    np.testing.assert_allclose(s, s_new, rtol=1e-15)
+    np.testing.assert_allclose(r, r_new, rtol=1e-15)
+    np.testing.assert_allclose(z, z_new, rtol=1e-15)
+    expected = [s_new @ (m * s_new), z_new @ r_new, s_new @ r_new, s_new @ g if model else 0.0]
+    np.testing.assert_allclose(sums, expected, rtol=1e-12)
+    d_old = d.copy()
+    kernels.vector.cg_direction(0.7, z, d, n_parts)
+    np.testing.assert_allclose(d, z_new + 0.7 * d_old, rtol=1e-15)
 
 
 def test_absolute_tolerance_rule(small_problem):

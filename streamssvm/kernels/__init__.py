@@ -1,7 +1,8 @@
 """Numba kernels over CSR blocks: loss + gradient, Hessian-vector product, diagonal, margins
-(``linear``); the stochastic solvers' per-row updates (``stochastic``)."""
+(``linear``); the stochastic solvers' per-row updates (``stochastic``); conjugate gradient's
+fused sweeps over dense vectors (``vector``)."""
 
-from . import stochastic
+from . import stochastic, vector
 from .linear import (column_products, column_sums, curved_products, decision,
                      decision_classes, gather_curved_rows, hess_diag, hess_vec, loss_coef,
                      loss_coef_by_columns, loss_grad, loss_sum, loss_sum_along, max_row_norm2,
@@ -10,4 +11,4 @@ from .linear import (column_products, column_sums, curved_products, decision,
 __all__ = ["column_products", "column_sums", "curved_products", "decision", "decision_classes",
            "gather_curved_rows", "hess_diag", "hess_vec", "loss_coef", "loss_coef_by_columns",
            "loss_grad", "loss_sum", "loss_sum_along", "max_row_norm2", "merge_parts",
-           "row_partition", "stochastic", "transpose"]
+           "row_partition", "stochastic", "transpose", "vector"]

@@ -5,8 +5,9 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg.blas import daxpy
 from tqdm.auto import tqdm
+
+from ..kernels import vector
 
 PRECONDITIONER_WEIGHT = 0.01
 ARMIJO_ETA = 0.01
@@ -103,32 +104,32 @@ class PreconditionedCG:
     """The state of preconditioned CG on H s = -g, shared by TRON and Newton.
 
     ``s`` the step, ``r = -g - H s`` the residual, ``z = M^-1 r``, ``d`` the direction,
-    ``ztr = z.r``. Vector updates are in place: with millions of features, temporaries cost
-    as much as the sparse work.
+    ``ztr = z.r``; after :meth:`move`, ``sms`` = s.M s and, with ``model``, ``sr`` = s.r
+    and ``sg`` = s.g (the quadratic model is -(sr - sg) / 2). The vector updates are
+    fused parallel sweeps in place (:mod:`~streamssvm.kernels.vector`) on ``n_parts``
+    threads: with millions of features the vectors come from memory, not cache.
     """
 
-    def __init__(self, g, precond):
-        self.g, self.precond = g, precond
+    def __init__(self, g, precond, n_parts, model=False):
+        self.g, self.precond, self.n_parts, self.model = g, precond, n_parts, model
         self.s = np.zeros_like(g)
         self.r = -g
         self.z = self.r if precond is None else self.r / precond
         self.d = self.z.copy()
         self.work = np.empty_like(g)
-        self.ztr = float(self.z @ self.r)
+        self.ztr = self._ztr_next = float(self.z @ self.r)
+        self.sms = self.sr = self.sg = 0.0
 
     def move(self, alpha, hd):
-        """s += alpha d, r -= alpha H d (BLAS axpy, in place: one sweep each)."""
-        daxpy(self.d, self.s, a=alpha)
-        daxpy(hd, self.r, a=-alpha)
+        """s += alpha d, r -= alpha H d, z = M^-1 r: one sweep."""
+        self.sms, self._ztr_next, self.sr, self.sg = vector.cg_move(
+            alpha, self.d, hd, self.s, self.r, self.precond, self.z,
+            self.g if self.model else None, self.n_parts)
 
     def next_direction(self):
-        """d = M^-1 r + (z.r / previous z.r) d."""
-        if self.precond is not None:
-            np.divide(self.r, self.precond, out=self.z)
-        znew = float(self.z @ self.r)
-        self.d *= znew / self.ztr
-        self.d += self.z
-        self.ztr = znew
+        """d = z + (z.r / previous z.r) d: one sweep."""
+        vector.cg_direction(self._ztr_next / self.ztr, self.z, self.d, self.n_parts)
+        self.ztr = self._ztr_next
 
     def m_dot(self, u, v):
         return m_dot(u, v, self.precond, self.work)

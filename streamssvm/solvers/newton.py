@@ -30,8 +30,8 @@ def _newton_cg(objective, state, precond, eps_cg):
     LIBLINEAR takes sqrt(||g||_{M^-1}) on the objective scaled by 1 / lambda; on ours the
     gradient is lambda times smaller, and the tolerance would shrink with lambda (news20,
     lambda 1e-5: 44 CG steps against LIBLINEAR's 31 to the same eps)."""
-    cg = PreconditionedCG(state.grad, precond)
-    g, s, d = cg.g, cg.s, cg.d
+    cg = PreconditionedCG(state.grad, precond, objective.n_threads, model=True)
+    g, d = cg.g, cg.d
     cgtol = min(eps_cg, np.sqrt(np.sqrt(cg.ztr) / objective.lam))
     q_prev = 0.0
     steps = 0
@@ -42,13 +42,13 @@ def _newton_cg(objective, state, precond, eps_cg):
         if dhd <= 1e-16:
             break
         cg.move(cg.ztr / dhd, hd)
-        q = -0.5 * (float(s @ cg.r) - float(s @ g))
+        q = -0.5 * (cg.sr - cg.sg)
         q_diff = q - q_prev
         if q > 0 or q_diff > 0 or steps * q_diff >= cgtol * q:
             break
         q_prev = q
         cg.next_direction()
-    return s, steps
+    return cg.s, steps
 
 
 def newton(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=1000,

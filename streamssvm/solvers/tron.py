@@ -34,7 +34,7 @@ def _trust_region_cg(objective, state, precond, delta, forcing):
     reached the boundary. Stops when ||r||_{M^-1} <= forcing * ||g||_{M^-1}. ``precond``
     None is M = I.
     """
-    cg = PreconditionedCG(state.grad, precond)
+    cg = PreconditionedCG(state.grad, precond, objective.n_threads)
     s, d = cg.s, cg.d
     cgtol = forcing * np.sqrt(cg.ztr)
     steps = 0
@@ -43,9 +43,9 @@ def _trust_region_cg(objective, state, precond, delta, forcing):
         hd = objective.hessp(state, d)
         alpha = cg.ztr / float(d @ hd)
         cg.move(alpha, hd)
-        if np.sqrt(cg.m_dot(s, s)) > delta:
+        if np.sqrt(cg.sms) > delta:
             cg.move(-alpha, hd)  # back inside, then along d to the boundary
-            std, sts, dtd = cg.m_dot(s, d), cg.m_dot(s, s), cg.m_dot(d, d)
+            std, sts, dtd = cg.m_dot(s, d), cg.sms, cg.m_dot(d, d)
             dsq = delta * delta
             rad = np.sqrt(max(std * std + dtd * (dsq - sts), 0.0))
             cg.move((dsq - sts) / (std + rad) if std >= 0 else (rad - std) / dtd, hd)
