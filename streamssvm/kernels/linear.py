@@ -20,7 +20,10 @@ scipy 26 ms). The stores check every index before a kernel sees it.
 """
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 from ..losses._scalar import derivatives_with_params as derivatives
 
@@ -46,6 +49,40 @@ def row_partition(indptr, n_parts):
 def row_span(indptr, i):
     """The positions of row i's nonzeros, unsigned."""
     return range(np.uintp(indptr[i]), np.uintp(indptr[i + 1]))
+
+
+@intrinsic
+def _prefetch(typingctx, array, index):
+    """Ask the caches for ``array[index]`` (LLVM's prefetch: read, keep in all levels)."""
+    def codegen(context, builder, signature, args):
+        array_type, index_type = signature.args
+        data = context.make_array(array_type)(context, builder, args[0]).data
+        at = builder.gep(data, [context.cast(builder, args[1], index_type, types.intp)])
+        pointer = ir.PointerType(ir.IntType(8))
+        function = cgutils.get_or_insert_function(builder.module, ir.FunctionType(
+            ir.VoidType(), [pointer] + [ir.IntType(32)] * 3), "llvm.prefetch.p0")
+        builder.call(function, [builder.bitcast(at, pointer)]
+                     + [ir.Constant(ir.IntType(32), c) for c in (0, 3, 1)])
+        return context.get_dummy_value()
+    return types.void(array, index), codegen
+
+
+@njit(cache=True, nogil=True, inline="always")
+def prefetch_rows(indptr, indices, data, order, pos, v):
+    """Before row ``order[pos]``: ask the caches for the nonzeros of ``order[pos + 2]`` and
+    for the entries of v that ``order[pos + 1]`` will read. Rows in random order defeat
+    the hardware's prefetcher: each row's first lines and its scattered reads of v wait on
+    memory (news20, one thread, a bare loop of dot products in random order: 34-35 ms,
+    24-28 ms so; in storage order 26-27 ms)."""
+    if pos + 2 < order.shape[0]:
+        i = order[pos + 2]
+        for k in range(np.uintp(indptr[i]), np.uintp(indptr[i + 1]), 64 // indices.itemsize):
+            _prefetch(indices, k)
+        for k in range(np.uintp(indptr[i]), np.uintp(indptr[i + 1]), 64 // data.itemsize):
+            _prefetch(data, k)
+    if pos + 1 < order.shape[0]:
+        for k in row_span(indptr, order[pos + 1]):
+            _prefetch(v, np.uintp(indices[k]))
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -27,7 +27,7 @@ from numba import njit
 from ..losses._scalar import HINGE
 from ..losses._scalar import conjugate_with_params as conjugate
 from ..losses._scalar import derivatives_with_params as derivatives
-from .linear import row_axpy, row_dot, row_dot_norm2, row_norm2, row_span
+from .linear import prefetch_rows, row_axpy, row_dot, row_dot_norm2, row_norm2, row_span
 
 # state[...] of the SGD kernels
 SCALE = 0          # w = scale * v
@@ -80,6 +80,7 @@ def sgd_rows(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma
     """
     averaging = avg_start > 0
     for pos in range(order.shape[0]):
+        prefetch_rows(indptr, indices, data, order, pos, v)
         i = order[pos]
         t = state[STEP] + 1.0
         state[STEP] = t
@@ -277,6 +278,7 @@ def sdca_rows(indptr, indices, data, y, order, row_start, dual, w, code, sigma, 
     """
     largest = 0.0
     for pos in range(order.shape[0]):
+        prefetch_rows(indptr, indices, data, order, pos, w)
         i = order[pos]
         xw, norm2 = row_dot_norm2(indptr, indices, data, i, w)
         if norm2 == 0.0:
