@@ -139,6 +139,7 @@ def svrg_rows(indptr, indices, data, y, order, snapshot_slopes, v, mu, mu_interc
     """
     shrink = 1.0 - eta * lam
     for pos in range(order.shape[0]):
+        prefetch_rows(indptr, indices, data, order, pos, v)
         i = order[pos]
         yi = float(y[i])
         xw = (state[SVRG_SCALE] * row_dot(indptr, indices, data, i, v)
@@ -194,6 +195,7 @@ def saga_rows(indptr, indices, data, y, order, row_start, slopes, v, avg_grad, l
     shrink = 1.0 - eta * lam
     inv_n = 1.0 / n_samples
     for pos in range(order.shape[0]):
+        prefetch_rows(indptr, indices, data, order, pos, v)
         i = order[pos]
         now = int(state[SAGA_STEP])
         top = cumulative[now]
