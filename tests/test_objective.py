@@ -6,6 +6,9 @@ for invariance: one block vs many uneven blocks, an in-memory source vs a real H
 """
 
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -406,6 +409,35 @@ def test_column_kernels_equal_scipy(n_parts):
         np.testing.assert_allclose(out[:420], 0.3 * x[:420] + 0.5 * (M.T @ u), rtol=1e-13,
                                    atol=1e-13)
         assert out[420] == pytest.approx(0.5 * (4.0 if squared else 2.0) * u.sum(), rel=1e-13)
+
+
+def test_evaluate_takes_the_rows_way_while_the_columns_are_made():
+    """While an executor makes the transpose (make_columns), evaluate does not wait for it
+    nor make it: it scatters X^T by rows, the same state up to rounding. After
+    columns_made it uses the columns, to the bit as an objective that made them itself."""
+    X, y = random_problem(n=60, d=400, seed=41)  # wide: held by rows and columns
+    reference = SmoothSVMObjective(InMemorySource(X, y), "psi_g", lam=1e-2)
+    w = point(reference)
+    expected = reference.evaluate(w)
+    objective = SmoothSVMObjective(InMemorySource(X, y), "psi_g", lam=1e-2)
+    gate = threading.Event()
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(gate.wait)  # the transpose waits behind this
+        try:
+            objective.make_columns(pool)
+            early = objective.evaluate(w)
+            made_by_evaluate = objective._held[1] is not None
+        finally:
+            gate.set()
+        objective.columns_made()
+    assert not made_by_evaluate
+    later = objective.evaluate(w)
+    assert objective.passes == 2
+    assert later.f == expected.f and np.array_equal(later.grad, expected.grad)
+    assert early.f == pytest.approx(expected.f, rel=1e-13)
+    np.testing.assert_allclose(early.grad, expected.grad, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(early.margins, expected.margins, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(early.curvature, expected.curvature, rtol=1e-11, atol=0)
 
 
 def test_hold_must_be_auto_or_a_bool():

@@ -143,6 +143,7 @@ class SmoothSVMObjective:
             raise ValueError(f"hold must be 'auto', True or False, got {hold!r}")
         self.hold = hold
         self._held = None  # [Block of all rows, its transpose or None] once read; False: streamed
+        self._columns_pending = None  # a Future of the transpose (see make_columns)
         self.cache_bytes = available_memory_bytes() // 4 if cache_bytes is None else int(cache_bytes)
         self.passes = 0
         self.cached_sweeps = 0
@@ -203,6 +204,27 @@ class SmoothSVMObjective:
             if fits and self.n_samples < 2 ** 31:  # the transpose's row numbers are int32
                 self._held = [source.read_range(0, source.n_blocks), None]
         return self._held[0] if self._held else None
+
+    def hold_rows(self):
+        """Read the data now if it is to be held (see ``hold``); True if it is held."""
+        return self._held_rows() is not None
+
+    def make_columns(self, executor):
+        """Have the transpose of held data made by ``executor`` (a
+        ``concurrent.futures`` executor), rather than by the first pass that needs it, so
+        that a solver can start meanwhile (SDCA). Until :meth:`columns_made`,
+        :meth:`evaluate` takes the rows' way (a scatter of X^T; the same numbers up to
+        the order of the sums, whichever thread gets there first). Nothing when the data
+        is streamed."""
+        if self.hold_rows():
+            self._columns_pending = executor.submit(self._held_data)
+
+    def columns_made(self):
+        """Wait for the transpose asked of :meth:`make_columns`; evaluations use it from
+        now on."""
+        if self._columns_pending is not None:
+            self._columns_pending.result()
+            self._columns_pending = None
 
     def _held_data(self):
         """:meth:`_held_rows` and their transpose (the ``columns`` of
@@ -313,8 +335,11 @@ class SmoothSVMObjective:
         w = self._check(w)
         loss, margins, curvature = 0.0, np.empty(self.n_samples), np.empty(self.n_samples)
         code, sigma, theta, params = self.loss.code, self.loss.sigma, self.loss.theta, self.loss.params
-        held = self._held_data()
-        if held is not None:
+        if self._columns_pending is not None:  # the rows, while their columns are made
+            held = (self._held_rows(), None)
+        else:
+            held = self._held_data()
+        if held is not None and held[1] is not None:
             self._count_pass()
             b, coef = held[0], np.empty(self.n_samples)
             if self._wide:
@@ -329,9 +354,13 @@ class SmoothSVMObjective:
             grad = self._column_sums(coef, False, w, self.lam)
             return PointState(w, self._total(w, loss), grad, margins, curvature)
         streamed = not self.source.in_memory
-        gather = self.cache_curved is True or (self.cache_curved == "auto" and streamed)
+        gather = held is None and (self.cache_curved is True
+                                   or (self.cache_curved == "auto" and streamed))
         curved, cached = [] if gather else None, 0
-        for b in self._pass():
+        if held is not None:
+            self._start_scatter()
+            self._count_pass()
+        for b in ([held[0]] if held is not None else self._pass()):
             block_rows = slice(b.row_start, b.row_start + b.n_rows)
             rows = curvature[block_rows]
             loss += kernels.loss_grad(b.indptr, b.indices, b.data, b.y, w, self.bias, code,
@@ -345,7 +374,7 @@ class SmoothSVMObjective:
                     curved.append(part)
                 else:  # does not fit: Hessian-vector products will stream instead
                     curved = None
-        if (self.cache_curved == "auto" and not streamed
+        if (held is None and self.cache_curved == "auto" and not streamed
                 and 2 * np.count_nonzero(curvature) <= self.n_samples):
             curved = self._gather_in_memory(curvature)
         grad = self._merged(w, self.lam)
