@@ -304,7 +304,8 @@ def transpose(indptr, indices, data, n_columns, n_parts, bucket_bits=13):
     output in the caches (buckets in parallel). The arrays are numpy's: on Linux numpy
     asks for huge pages, while numba's own allocations fault 4 KB at a time (80 MB first
     touched: 47-54 ms against 11-13 ms here). news20 (5M nonzeros) in a new process, two
-    threads: 108-143 ms in one counting sort of numba's arrays, 56-97 ms so."""
+    threads: 108-143 ms in one counting sort of numba's arrays, 56-123 ms so (medians of 8
+    runs: 126 and 69 ms)."""
     if not 1 <= bucket_bits <= 16:  # a column's place in its bucket is a uint16
         raise ValueError(f"bucket_bits must be in 1..16, got {bucket_bits}")
     bounds = row_partition(indptr, n_parts)

@@ -213,9 +213,9 @@ class SmoothSVMObjective:
         """Have the transpose of held data made by ``executor`` (a
         ``concurrent.futures`` executor), rather than by the first pass that needs it, so
         that a solver can start meanwhile (SDCA). Until :meth:`columns_made`,
-        :meth:`evaluate` takes the rows' way (a scatter of X^T; the same numbers up to
-        the order of the sums, whichever thread gets there first). Nothing when the data
-        is streamed."""
+        :meth:`evaluate` takes the rows' way, a scatter of X^T: the same numbers up to
+        the order of the sums, and which way is taken depends on the calls, not on which
+        thread is faster, so runs stay reproducible. Nothing when the data is streamed."""
         if self.hold_rows():
             self._columns_pending = executor.submit(self._held_data)
 
