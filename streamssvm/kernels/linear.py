@@ -22,7 +22,6 @@ scipy 26 ms). The stores check every index before a kernel sees it.
 import numpy as np
 from llvmlite import ir
 from numba import njit, prange, types
-from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ..losses._scalar import derivatives_with_params as derivatives
@@ -59,8 +58,9 @@ def _prefetch(typingctx, array, index):
         data = context.make_array(array_type)(context, builder, args[0]).data
         at = builder.gep(data, [context.cast(builder, args[1], index_type, types.intp)])
         pointer = ir.PointerType(ir.IntType(8))
-        function = cgutils.get_or_insert_function(builder.module, ir.FunctionType(
-            ir.VoidType(), [pointer] + [ir.IntType(32)] * 3), "llvm.prefetch.p0")
+        function = builder.module.declare_intrinsic(  # named for this LLVM's pointers
+            "llvm.prefetch", [pointer], ir.FunctionType(ir.VoidType(),
+                                                        [pointer] + [ir.IntType(32)] * 3))
         builder.call(function, [builder.bitcast(at, pointer)]
                      + [ir.Constant(ir.IntType(32), c) for c in (0, 3, 1)])
         return context.get_dummy_value()
