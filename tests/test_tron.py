@@ -18,7 +18,7 @@ from scipy.special import ndtr
 
 from shared_data import load_shared as load
 from streamssvm import ConvergenceWarning, Model, kernels
-from streamssvm.data import InMemorySource, write_store
+from streamssvm.data import InMemorySource, Store, write_store
 from streamssvm.objective import SmoothSVMObjective
 from streamssvm.solvers import tron
 from streamssvm.solvers.common import backtracking, stopping_threshold
@@ -223,6 +223,65 @@ def test_backtracking_step_is_the_longest_armijo_halving(small_problem):
         assert doubled > state.f + 0.01 * 2 * step * gd
 
 
+@pytest.mark.parametrize("loss, sigma, lam", [("squared_hinge", None, 1e-5),
+                                             ("psi_g", 2.0 ** -6, 1e-4)])
+def test_kept_cg_path_takes_the_steps_of_solving_again(small_problem, loss, sigma, lam,
+                                                      tmp_path):
+    """After a rejected step, the step within the smaller region comes from the kept CG
+    path: the paper's iterates, without the Hessian products of solving again. (Rounding
+    differs, and over a long run of an ill-conditioned problem it grows: 12 iterations.)"""
+    write_store(tmp_path / "a9a.h5", InMemorySource(*small_problem))
+    runs = {}
+    for reuse in (False, True):
+        # streamed from the file: each Hessian product is a pass
+        objective = SmoothSVMObjective(Store(tmp_path / "a9a.h5"), loss, lam, sigma=sigma,
+                                       cache_curved=False, hold=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            runs[reuse] = tron(objective, tol=1e-6, max_iter=12, reuse_cg=reuse)
+    again, kept = runs[False].history, runs[True].history
+    assert [h["accepted"] for h in kept] == [h["accepted"] for h in again]
+    retries = [i for i in range(1, len(again)) if not again[i - 1]["accepted"]]
+    assert retries  # the case arises here
+    for i, (a, k) in enumerate(zip(again, kept)):
+        assert k["f"] == pytest.approx(a["f"], rel=1e-12)
+        assert k["delta"] == pytest.approx(a["delta"], rel=1e-9)
+        assert k["cg_steps"] == (0 if i in retries else a["cg_steps"])
+    assert all(again[i]["cg_steps"] > 0 for i in retries)
+    saved = sum(again[i]["cg_steps"] for i in retries)
+    assert runs[True].passes == runs[False].passes - saved
+    np.testing.assert_allclose(runs[True].w, runs[False].w, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("preconditioned", [False, True])
+@pytest.mark.parametrize("capacity", [1, 3, 1000])
+def test_kept_cg_path_step_equals_a_new_solve(small_problem, preconditioned, capacity):
+    """_CGPath.step_within gives, for each smaller radius, the step and model value of
+    a new Steihaug CG solve, or None when it kept too few directions to know it."""
+    from streamssvm.solvers.tron import _CGPath, _trust_region_cg
+
+    objective = make_objective(small_problem, "squared_hinge", None, 1e-5)
+    state = objective.evaluate(np.zeros(objective.n_variables))
+    precond = (1 + np.random.default_rng(1).uniform(0, 3, objective.n_variables)
+               if preconditioned else None)
+    path = _CGPath(objective.n_variables, capacity * 8 * objective.n_variables)
+    s, _, steps, _ = _trust_region_cg(objective, state, precond, 1e6, 1e-8, path)
+    assert path.state is state and steps > 8
+    kept = len(path.directions)
+    assert kept == min(capacity, steps) - (capacity < steps)
+    norm = np.sqrt(float(s @ (s if precond is None else precond * s)))
+    for radius in norm * np.array([0.9, 0.5, 0.1, 1e-3]):
+        fresh, sr, _, on_boundary = _trust_region_cg(objective, state, precond, radius, 1e-8)
+        assert on_boundary
+        found = path.step_within(radius, precond)
+        if found is None:  # the step that leaves the region was not kept
+            assert not kept or radius * radius >= path.steps[-1][-1]
+            continue
+        np.testing.assert_allclose(found[0], fresh, rtol=1e-9, atol=1e-12 * np.abs(fresh).max())
+        assert found[1] == pytest.approx(sr, rel=1e-9)
+    assert capacity < steps or path.step_within(norm * 0.5, precond) is not None
+
+
 def test_cli_passes_backtrack_on(small_problem, tmp_path):
     store, model = tmp_path / "a9a.h5", tmp_path / "m.npz"
     write_store(store, InMemorySource(*small_problem))
@@ -239,8 +298,9 @@ def test_cli_passes_backtrack_on(small_problem, tmp_path):
 @pytest.mark.parametrize("preconditioned", [False, True])
 @pytest.mark.parametrize("model", [False, True])
 def test_fused_cg_sweeps_equal_numpy(n_parts, preconditioned, model):
-    """CG's fused sweeps move s and r, make z = M^-1 r and d = z + beta d, and return
-    s.M s, z.r, s.r and s.g (0 without g), as the numpy expressions do."""
+    """CG's fused sweeps move s and r, make z = M^-1 r and d = z + beta d (in place or
+    not), and return s.M s, z.r, s.r and s.g (0 without g) after the move and s.Hd and d.r
+    before it, as the numpy expressions do."""
     rng = np.random.default_rng(40)
     d, hd, s, r, g = rng.standard_normal((5, 1001))
     precond = rng.uniform(0.5, 2.0, 1001) if preconditioned else None
@@ -252,11 +312,15 @@ def test_fused_cg_sweeps_equal_numpy(n_parts, preconditioned, model):
     np.testing.assert_allclose(s, s_new, rtol=1e-15)
     np.testing.assert_allclose(r, r_new, rtol=1e-15)
     np.testing.assert_allclose(z, z_new, rtol=1e-15)
-    expected = [s_new @ (m * s_new), z_new @ r_new, s_new @ r_new, s_new @ g if model else 0.0]
+    expected = [s_new @ (m * s_new), z_new @ r_new, s_new @ r_new, s_new @ g if model else 0.0,
+                (s_new - 0.3 * d) @ hd, d @ (r_new + 0.3 * hd)]
     np.testing.assert_allclose(sums, expected, rtol=1e-12)
-    d_old = d.copy()
-    kernels.vector.cg_direction(0.7, z, d, n_parts)
+    d_old, out = d.copy(), np.empty_like(d)
+    kernels.vector.cg_direction(0.7, z, d, out, n_parts)  # into another array ...
+    np.testing.assert_array_equal(d, d_old)
+    kernels.vector.cg_direction(0.7, z, d, d, n_parts)  # ... and in place
     np.testing.assert_allclose(d, z_new + 0.7 * d_old, rtol=1e-15)
+    np.testing.assert_array_equal(out, d)
 
 
 def test_absolute_tolerance_rule(small_problem):
@@ -303,6 +367,7 @@ def test_history_and_pass_accounting(small_problem):
     assert np.all(np.diff(passes) > 0)
     assert np.all(np.diff([h["seconds"] for h in history]) >= 0)
     # an iteration costs its CG steps (one Hv pass each) plus one pass for the trial point
+    # (in memory, so a rejected step's region is solved again: CG's path is not kept)
     for before, after in zip(history, history[1:]):
         assert after["cg_steps"] >= 1
         assert after["passes"] - before["passes"] == after["cg_steps"] + 1

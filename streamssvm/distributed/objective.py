@@ -100,6 +100,10 @@ class DaskObjective(SmoothSVMObjective):
         s = self._check(s)
         return self._scaled(self._run("hessp", [state.margins], (s,), vector=True)[1], s)
 
+    def hessp_reads_file(self, state):
+        """A product is a round trip to the workers, which may read their stores."""
+        return True
+
     def hess_diag(self, state):
         summed = self._run("hess_diag", [state.margins], vector=True)[1]
         return self._scaled(summed, np.ones(self.n_variables))

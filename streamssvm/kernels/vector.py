@@ -22,13 +22,16 @@ from .linear import _share
 @njit(cache=True, nogil=True, parallel=True)
 def cg_move(alpha, d, hd, s, r, precond, z, g, n_parts):
     """s += alpha d, r -= alpha hd and, with a diagonal ``precond`` M (None: the identity),
-    z = M^-1 r, in place. Returns (s.M s, z.r, s.r, s.g); s.g is 0 when ``g`` is None."""
+    z = M^-1 r, in place. Returns (s.M s, z.r, s.r, s.g) after the move, s.g 0 when ``g``
+    is None, and (s.hd, d.r) before it."""
     n = s.shape[0]
-    sums = np.zeros((n_parts, 4))
+    sums = np.zeros((n_parts, 6))
     for t in prange(n_parts):
         lo, hi = _share(n, t, n_parts)
-        sms = zr = sr = sg = 0.0
+        sms = zr = sr = sg = shd = dr = 0.0
         for j in range(lo, hi):
+            shd += s[j] * hd[j]
+            dr += d[j] * r[j]
             sj = s[j] + alpha * d[j]
             rj = r[j] - alpha * hd[j]
             s[j] = sj
@@ -45,14 +48,15 @@ def cg_move(alpha, d, hd, s, r, precond, z, g, n_parts):
             if g is not None:
                 sg += sj * g[j]
         sums[t, 0], sums[t, 1], sums[t, 2], sums[t, 3] = sms, zr, sr, sg
+        sums[t, 4], sums[t, 5] = shd, dr
     return sums.sum(axis=0)
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def cg_direction(beta, z, d, n_parts):
-    """d = z + beta d, in place."""
+def cg_direction(beta, z, d, out, n_parts):
+    """out = z + beta d (``out`` may be d: in place)."""
     n = d.shape[0]
     for t in prange(n_parts):
         lo, hi = _share(n, t, n_parts)
         for j in range(lo, hi):
-            d[j] = z[j] + beta * d[j]
+            out[j] = z[j] + beta * d[j]

@@ -485,6 +485,11 @@ class SmoothSVMObjective:
             kernels.hess_vec(indptr, indices, data, curvature, s, self.bias, self._scatter)
         return self._merged(s, self.lam)
 
+    def hessp_reads_file(self, state):
+        """Whether :meth:`hessp` at ``state`` reads the source's file (neither the data
+        nor the state's curved rows are in memory): then a product costs a disk pass."""
+        return not (self.holds_data or self.source.in_memory or state.curved_rows is not None)
+
     def hess_diag(self, state):
         """One pass: the diagonal of the Hessian at ``state``."""
         ones = np.ones(self.n_variables)

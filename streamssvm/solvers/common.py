@@ -104,8 +104,9 @@ class PreconditionedCG:
     """The state of preconditioned CG on H s = -g, shared by TRON and Newton.
 
     ``s`` the step, ``r = -g - H s`` the residual, ``z = M^-1 r``, ``d`` the direction,
-    ``ztr = z.r``; after :meth:`move`, ``sms`` = s.M s and, with ``model``, ``sr`` = s.r
-    and ``sg`` = s.g (the quadratic model is -(sr - sg) / 2). The vector updates are
+    ``ztr = z.r``; after :meth:`move`, ``sms`` = s.M s, ``sr`` = s.r and, with ``model``,
+    ``sg`` = s.g (the quadratic model is -(sr - sg) / 2), and ``shd`` = s.H d and ``dr``
+    = d.r as they were before it. The vector updates are
     fused parallel sweeps in place (:mod:`~streamssvm.kernels.vector`) on ``n_parts``
     threads: with millions of features the vectors come from memory, not cache.
     """
@@ -118,17 +119,21 @@ class PreconditionedCG:
         self.d = self.z.copy()
         self.work = np.empty_like(g)
         self.ztr = self._ztr_next = float(self.z @ self.r)
-        self.sms = self.sr = self.sg = 0.0
+        self.sms = self.sr = self.sg = self.shd = self.dr = 0.0
 
     def move(self, alpha, hd):
         """s += alpha d, r -= alpha H d, z = M^-1 r: one sweep."""
-        self.sms, self._ztr_next, self.sr, self.sg = vector.cg_move(
+        (self.sms, self._ztr_next, self.sr, self.sg, self.shd,
+         self.dr) = vector.cg_move(
             alpha, self.d, hd, self.s, self.r, self.precond, self.z,
             self.g if self.model else None, self.n_parts)
 
-    def next_direction(self):
-        """d = z + (z.r / previous z.r) d: one sweep."""
-        vector.cg_direction(self._ztr_next / self.ztr, self.z, self.d, self.n_parts)
+    def next_direction(self, out=None):
+        """d = z + (z.r / previous z.r) d: one sweep, in place or into ``out``, which
+        becomes d (the previous d is then left as it was)."""
+        out = self.d if out is None else out
+        vector.cg_direction(self._ztr_next / self.ztr, self.z, self.d, out, self.n_parts)
+        self.d = out
         self.ztr = self._ztr_next
 
     def m_dot(self, u, v):
