@@ -12,8 +12,27 @@ def _read_int(path):
     return int(text) if text.isdigit() else None
 
 
+def _reclaimable(stat_path, v2):
+    """Bytes of the cgroup's page cache the kernel can drop at once (neither mapped nor
+    dirty), from its memory.stat; 0 if unreadable. The cgroup's usage counts them, so a
+    process that has streamed a file would otherwise see no headroom at all."""
+    try:
+        with open(stat_path) as fh:
+            stat = dict(line.split() for line in fh if len(line.split()) == 2)
+    except (OSError, ValueError):
+        return 0
+    names = (("file", "file_mapped", "file_dirty", "file_writeback") if v2 else
+             ("total_cache", "total_mapped_file", "total_dirty", "total_writeback"))
+    try:
+        cache, mapped, dirty, writeback = (int(stat.get(n, stat.get(n[6:], 0))) for n in names)
+    except ValueError:
+        return 0
+    return max(cache - mapped - dirty - writeback, 0)
+
+
 def _cgroup_headroom():
-    """Limit minus usage of this process's memory cgroup (v2 or v1), or None."""
+    """Limit minus usage of this process's memory cgroup (v2 or v1), its droppable page
+    cache not counted as used, or None."""
     try:
         with open("/proc/self/cgroup") as fh:
             lines = fh.read().splitlines()
@@ -24,14 +43,16 @@ def _cgroup_headroom():
         if controllers == "":  # v2
             base = os.path.join("/sys/fs/cgroup", path.lstrip("/"))
             limit, usage = _read_int(base + "/memory.max"), _read_int(base + "/memory.current")
+            v2 = True
         elif "memory" in controllers.split(","):
             base = os.path.join("/sys/fs/cgroup/memory", path.lstrip("/"))
             limit = _read_int(base + "/memory.limit_in_bytes")
             usage = _read_int(base + "/memory.usage_in_bytes")
+            v2 = False
         else:
             continue
         if limit is not None and usage is not None and limit < 1 << 60:
-            return max(limit - usage, 0)
+            return max(limit - usage + _reclaimable(base + "/memory.stat", v2), 0)
     return None
 
 
