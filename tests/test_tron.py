@@ -6,6 +6,7 @@ LIBLINEAR's stopping rule for -s 0 / -s 2 is ||g|| <= eps max(min(#pos, #neg), 1
 scale-free, so ``liblinear_tol=True`` with the same eps is the same rule.
 """
 
+import json
 import subprocess
 import sys
 import warnings
@@ -241,6 +242,7 @@ def test_kept_cg_path_takes_the_steps_of_solving_again(small_problem, loss, sigm
             runs[reuse] = tron(objective, tol=1e-6, max_iter=12, reuse_cg=reuse)
     again, kept = runs[False].history, runs[True].history
     assert [h["accepted"] for h in kept] == [h["accepted"] for h in again]
+    json.dumps(kept)  # as a model or checkpoint saves it
     retries = [i for i in range(1, len(again)) if not again[i - 1]["accepted"]]
     assert retries  # the case arises here
     for i, (a, k) in enumerate(zip(again, kept)):

@@ -95,7 +95,7 @@ class _CGPath:
         tau = _to_boundary(m_dot(s, d, precond), m_dot(s, s, precond), m_dot(d, d, precond),
                            delta)
         s += tau * d
-        return s, sr + tau * (dr - shd) - tau * tau * dhd
+        return s, float(sr + tau * (dr - shd) - tau * tau * dhd)
 
 
 def _trust_region_cg(objective, state, precond, delta, forcing, path=None):
