@@ -176,3 +176,35 @@ def test_conversions_killed_leave_the_old_store_or_the_new_one(tmp_path, make_sv
     assert counts["PARTIAL"] == 0
     assert counts["killed, old store intact"] + counts["killed, no store"] >= 8
     assert leftovers <= counts["killed, old store intact"] + counts["killed, no store"]
+
+
+@pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")
+def test_quiet_runs_take_no_progress_bar_lock(tmp_path, make_svmlight):
+    """With progress off, converting and training make no tqdm bar: tqdm's lock, shared
+    with forked children, may be left held by one that was killed, and must not block."""
+    import threading
+
+    import tqdm.auto
+
+    from streamssvm import train_stream
+
+    src, dst = tmp_path / "s.svm", tmp_path / "s.h5"
+    src.write_bytes(make_svmlight(np.random.default_rng(7), 300, 20))
+    done = []
+
+    def work():
+        convert_svmlight(src, dst, progress=False)
+        for solver in ("tron", "sgd"):  # the two kinds of solver book-keeping
+            train_stream(dst, solver=solver, max_iter=2, progress=False)
+        done.append(True)
+
+    lock = tqdm.auto.tqdm.get_lock()
+    lock.acquire()  # as a killed child leaves it
+    try:
+        worker = threading.Thread(target=work, daemon=True)
+        worker.start()
+        worker.join(60)
+        assert done, "a quiet run waited for tqdm's lock"
+    finally:
+        lock.release()
+        worker.join()

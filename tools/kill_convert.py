@@ -32,11 +32,7 @@ import shutil
 import signal
 import sys
 import tempfile
-import threading
 import time
-
-import tqdm.auto
-import tqdm.std
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -59,11 +55,8 @@ def _digest(path):
 
 
 def _convert(src, dst, options):
-    # tqdm's default lock is a semaphore shared with the parent across the fork, taken even
-    # by a disabled bar: a child killed while holding it would block the parent's next bar
-    # for good (the test suite once hung so). The child takes a lock of its own.
-    for bar in (tqdm.std.tqdm, tqdm.auto.tqdm):
-        bar.set_lock(threading.RLock())
+    # quiet: no tqdm bar, so the child never holds tqdm's lock, which it shares with the
+    # parent across the fork (killed holding it, it would block the parent's next bar)
     convert_svmlight(src, dst, overwrite=True, progress=False, **options)
 
 

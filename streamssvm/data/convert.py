@@ -14,6 +14,7 @@ import zlib
 
 import numpy as np
 
+from .._progress import progress_bar
 from .store import Store, StoreWriter
 from .svmlight import BlockParser, SvmlightFormatError, last_newline
 
@@ -109,14 +110,6 @@ def _shift_written_indices(writer):
         writer.rewrite(k, "indices", lambda indices: indices + 1)
     if writer._max_index >= 0:
         writer._max_index += 1
-
-
-def _progress_bar(total, enabled, name):
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024,
-                desc=os.path.basename(name), disable=None if enabled else True,
-                file=sys.stderr, leave=False)
 
 
 def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=None, like=None,
@@ -231,7 +224,9 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
         fh.seek(0)
         kind = _compression(src, head)
         source_bytes = os.fstat(fh.fileno()).st_size
-        bar = _progress_bar(source_bytes, progress, src)
+        bar = progress_bar(progress, total=source_bytes, unit="B", unit_scale=True,
+                           unit_divisor=1024, desc=os.path.basename(src), disable=None,
+                           file=sys.stderr, leave=False)  # disable=None: on a terminal only
         try:
             with StoreWriter(dst, value_dtype=value_dtype, compression=compression,
                              compression_level=compression_level, fletcher32=fletcher32,

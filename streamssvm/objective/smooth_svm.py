@@ -41,10 +41,10 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
-from tqdm.auto import tqdm
 
 from .. import kernels
 from .._memory import available_memory_bytes
+from .._progress import progress_iter
 from ..losses import get_loss
 
 _PASS_LOCK = threading.Lock()
@@ -183,11 +183,9 @@ class SmoothSVMObjective:
         if scatter:
             self._start_scatter()
         self._count_pass()
-        blocks = self.source.iter_blocks(order=order, transient=True)
-        if self.progress:
-            blocks = tqdm(blocks, total=self.source.n_blocks, unit="block", leave=False,
-                          desc=f"pass {self.passes}")
-        return blocks
+        return progress_iter(self.source.iter_blocks(order=order, transient=True), self.progress,
+                             total=self.source.n_blocks, unit="block", leave=False,
+                             desc=f"pass {self.passes}")
 
     def _held_rows(self):
         """The whole data as one Block, read by the first call that asks when ``hold``

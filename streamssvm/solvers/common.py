@@ -5,8 +5,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from tqdm.auto import tqdm
-
+from .._progress import progress_bar
 from ..kernels import vector
 
 PRECONDITIONER_WEIGHT = 0.01
@@ -174,7 +173,7 @@ class Run:
             self.history = []
             self.iteration = 0
             self.record(0, True)
-        self.bar = tqdm(disable=not progress, unit="it", desc=name)
+        self.bar = progress_bar(progress, unit="it", desc=name)
 
     def save(self, force=False, **scalars):
         """Checkpoint the current point, the history and the solver's ``scalars`` (if a

@@ -16,9 +16,9 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from .._memory import available_memory_bytes
+from .._progress import progress_bar
 from .common import ConvergenceWarning, SolverResult, stopping_threshold
 
 
@@ -93,8 +93,8 @@ class EpochRun:
             self.epoch = 0
             self.history = []
             self._record()
-        self.bar = tqdm(disable=not progress, total=max_iter, initial=self.epoch, unit="epoch",
-                        desc=name)
+        self.bar = progress_bar(progress, total=max_iter, initial=self.epoch, unit="epoch",
+                                desc=name)
 
     def save(self, w, at=None, **arrays):
         """Checkpoint the end of this epoch: the iterate ``w``, the solver's ``arrays``, the
