@@ -6,7 +6,10 @@ iteration, the history, the pass count, solver scalars (TRON's trust radius), th
 generator's state, and the description of the training it belongs to (``problem``: data,
 loss, lambda, solver and its options). A resumed run starts from exactly that state, so it
 ends at the same model as an uninterrupted one: the same iterates for TRON, the same steps
-for SGD with the same seed.
+for SGD with the same seed. (One exception, to rounding: TRON resumed from a checkpoint
+written just after a rejected step solves the smaller region again, where the
+uninterrupted run, if its products read the file, took the step from the kept CG path;
+see ``reuse_cg``.)
 """
 
 import json

@@ -5,6 +5,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from .._progress import progress_bar
 from ..kernels import vector
 
@@ -105,9 +106,9 @@ class PreconditionedCG:
     ``s`` the step, ``r = -g - H s`` the residual, ``z = M^-1 r``, ``d`` the direction,
     ``ztr = z.r``; after :meth:`move`, ``sms`` = s.M s, ``sr`` = s.r and, with ``model``,
     ``sg`` = s.g (the quadratic model is -(sr - sg) / 2), and ``shd`` = s.H d and ``dr``
-    = d.r as they were before it. The vector updates are
-    fused parallel sweeps in place (:mod:`~streamssvm.kernels.vector`) on ``n_parts``
-    threads: with millions of features the vectors come from memory, not cache.
+    = d.r as they were before it. The vector updates are fused parallel sweeps
+    (:mod:`~streamssvm.kernels.vector`) on ``n_parts`` threads: with millions of features
+    the vectors come from memory, not cache.
     """
 
     def __init__(self, g, precond, n_parts, model=False):

@@ -51,10 +51,10 @@ class _CGPath:
     def __init__(self, n, budget_bytes):
         self.capacity = max(int(budget_bytes // (8 * n)), 1)
         self.buffers = []
-        self.start(None)
+        self.reset()
 
-    def start(self, state):
-        """Forget the path: a solve at ``state`` begins."""
+    def reset(self, state=None):
+        """Forget the path (and the state it was for): a solve at ``state`` begins."""
         self.state, self.full = state, False
         self.directions, self.steps = [], []
 
@@ -108,7 +108,7 @@ def _trust_region_cg(objective, state, precond, delta, forcing, path=None):
     """
     cg = PreconditionedCG(state.grad, precond, objective.n_threads)
     if path is not None:
-        path.start(state)
+        path.reset(state)
     s = cg.s
     cgtol = forcing * np.sqrt(cg.ztr)
     steps = 0
@@ -165,8 +165,10 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         Where a Hessian product reads the file (``objective.hessp_reads_file``), keep each
         solve's CG directions (one vector per CG step, within an eighth of the memory free
         at the start), so that after a rejected step the smaller region's step is found
-        from them without Hessian products (see :class:`_CGPath`): the same iterates as
-        solving again, as the paper's Algorithm 1 does. In memory the directions' extra
+        from them without Hessian products (see :class:`_CGPath`): the iterates of solving
+        again, as the paper's Algorithm 1 does, up to rounding (so whether the products
+        read the file, e.g. whether the curved rows fit in memory, can change the last
+        bits, which an ill-conditioned problem amplifies). In memory the directions' extra
         traffic costs more than it saves (news20, held: 79 -> 64 CG steps, no faster;
         logistic, no step rejected: 15% slower). Unused with ``backtrack``, which solves
         no region twice.
@@ -204,9 +206,11 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
             (s, sr), steps, on_boundary = kept, 0, True
         else:
             xi_t = xi if forcing == "constant" else min(xi, kappa * state.grad_norm)
-            keep = path if path is not None and objective.hessp_reads_file(state) else None
+            keep = path is not None and objective.hessp_reads_file(state)
+            if path is not None and not keep:
+                path.reset()  # products from memory: no path (nor an old state) is kept
             s, sr, steps, on_boundary = _trust_region_cg(objective, state, precond, delta,
-                                                          xi_t, keep)
+                                                          xi_t, path if keep else None)
         trial = objective.evaluate(state.w + s)
         gs = float(state.grad @ s)
         predicted = -0.5 * (gs - sr)
