@@ -235,9 +235,9 @@ def test_kept_cg_path_takes_the_steps_of_solving_again(small_problem, loss, sigm
     runs = {}
     for reuse in (False, True):
         # streamed from the file: each Hessian product is a pass
-        objective = SmoothSVMObjective(Store(tmp_path / "a9a.h5"), loss, lam, sigma=sigma,
-                                       cache_curved=False, hold=False)
-        with warnings.catch_warnings():
+        with Store(tmp_path / "a9a.h5") as store, warnings.catch_warnings():
+            objective = SmoothSVMObjective(store, loss, lam, sigma=sigma, cache_curved=False,
+                                           hold=False)
             warnings.simplefilter("ignore", ConvergenceWarning)
             runs[reuse] = tron(objective, tol=1e-6, max_iter=12, reuse_cg=reuse)
     again, kept = runs[False].history, runs[True].history
