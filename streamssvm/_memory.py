@@ -16,16 +16,13 @@ def _reclaimable(stat_path, v2):
     """Bytes of the cgroup's page cache the kernel can drop at once (neither mapped nor
     dirty), from its memory.stat; 0 if unreadable. The cgroup's usage counts them, so a
     process that has streamed a file would otherwise see no headroom at all."""
-    try:
-        with open(stat_path) as fh:
-            stat = dict(line.split() for line in fh if len(line.split()) == 2)
-    except (OSError, ValueError):
-        return 0
     names = (("file", "file_mapped", "file_dirty", "file_writeback") if v2 else
              ("total_cache", "total_mapped_file", "total_dirty", "total_writeback"))
     try:
-        cache, mapped, dirty, writeback = (int(stat.get(n, stat.get(n[6:], 0))) for n in names)
-    except ValueError:
+        with open(stat_path) as fh:
+            stat = dict(line.split(maxsplit=1) for line in fh)
+        cache, mapped, dirty, writeback = (int(stat.get(n, 0)) for n in names)
+    except (OSError, ValueError):
         return 0
     return max(cache - mapped - dirty - writeback, 0)
 
