@@ -14,7 +14,7 @@ import scipy.sparse as sp
 import streamssvm
 from streamssvm.data import InMemorySource, Store, StoreError, write_store
 from streamssvm.losses import LOSS_NAMES, get_loss
-from streamssvm.objective import SmoothSVMObjective
+from streamssvm.objective import SmoothSVMObjective, smooth_svm
 from streamssvm.solvers import SOLVERS, ConvergenceWarning, choose_solver, sdca
 from streamssvm.solvers.sdca import dual_objective
 from streamssvm.solvers.stochastic import per_sample_array
@@ -357,22 +357,48 @@ def test_cli_trains_with_a_stochastic_solver(data, tmp_path):
     assert streamssvm.Model.load(model).params["seed"] == 2
 
 
+def _visited(objective, seed, window_bytes=None):
+    """The global rows of one shuffled pass, in order, and the number of windows."""
+    pairs = list(objective.shuffled_blocks(np.random.default_rng(seed), window_bytes))
+    return np.concatenate([b.row_start + rows for b, rows in pairs]), len(pairs)
+
+
 def test_shuffled_windows_visit_every_row_once(data, tmp_path):
+    """Held or streamed, the windows (one block, a few, all of them) visit every row once
+    and the order is the seed's and the window size's only."""
     path = tmp_path / "a9a.h5"
     write_store(path, _source(data, block_rows=300))
     with Store(path) as store:
-        objective = _objective(store)
-        for window_bytes in (1, 150_000, None):  # one block, a few blocks, all of them
-            seen = []
-            rng = np.random.default_rng(0)
-            windows = list((b.row_start, b.n_rows, rows) for b, rows in
-                           objective.shuffled_blocks(rng, window_bytes=window_bytes))
-            for start, n_rows, rows in windows:
-                assert sorted(rows.tolist()) == list(range(n_rows))
-                seen.extend(range(start, start + n_rows))
-            assert sorted(seen) == list(range(store.n_samples))
-            assert len(windows) == {1: 10, None: 1}.get(window_bytes, len(windows))
-            assert window_bytes != 150_000 or 1 < len(windows) < 10
+        held = _objective(store)
+        streamed = SmoothSVMObjective(store, "psi_g", LAM, hold=False)
+        assert held.hold_rows() and not streamed.hold_rows()
+        for window_bytes in (1, 150_000, None):
+            rows, n_windows = _visited(held, 0, window_bytes)
+            assert sorted(rows.tolist()) == list(range(store.n_samples))
+            assert n_windows == {1: 10, None: 1}.get(window_bytes, n_windows)
+            assert window_bytes != 150_000 or 1 < n_windows < 10
+            np.testing.assert_array_equal(rows, _visited(streamed, 0, window_bytes)[0])
+            assert not np.array_equal(rows, _visited(held, 1, window_bytes)[0])
+
+
+def test_shuffle_windows_do_not_depend_on_free_memory(data, tmp_path, monkeypatch):
+    """The default window is a fixed size, not a share of the free memory; with too
+    little memory for two of them they shrink, and a warning says the order changed."""
+    path = tmp_path / "a9a.h5"
+    write_store(path, _source(data, block_rows=300))
+    with Store(path) as store:
+        objective = SmoothSVMObjective(store, "psi_g", LAM, hold=False)
+        window = 2 * store.nnz * (4 + np.dtype(store.value_dtype).itemsize) // 3  # two windows
+        monkeypatch.setattr(smooth_svm, "SHUFFLE_BYTES", window)
+        rows, n_windows = _visited(objective, 0)
+        assert n_windows == 2
+        for free in (4 * window + 1, 1 << 40):
+            monkeypatch.setattr(smooth_svm, "available_memory_bytes", lambda: free)
+            np.testing.assert_array_equal(_visited(objective, 0)[0], rows)
+        monkeypatch.setattr(smooth_svm, "available_memory_bytes", lambda: 2 * window)
+        with pytest.warns(RuntimeWarning, match="windows of .* order other than the seed"):
+            shrunk, n_windows = _visited(objective, 0)
+        assert n_windows > 2 and sorted(shrunk.tolist()) == list(range(store.n_samples))
 
 
 def test_epochs_over_held_data_read_nothing(data, tmp_path):

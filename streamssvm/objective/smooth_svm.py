@@ -37,6 +37,7 @@ cores). On wide data (fewer rows than columns) the products X v are taken by col
 import dataclasses
 import functools
 import threading
+import warnings
 from dataclasses import dataclass
 
 import numba
@@ -48,6 +49,8 @@ from .._progress import progress_iter
 from ..losses import get_loss
 
 _PASS_LOCK = threading.Lock()
+# bytes of rows in a shuffle window of the stochastic solvers (see shuffled_blocks)
+SHUFFLE_BYTES = 256 << 20
 
 
 @dataclass
@@ -144,6 +147,7 @@ class SmoothSVMObjective:
         self.hold = hold
         self._held = None  # [Block of all rows, its transpose or None] once read; False: streamed
         self._columns_pending = None  # a Future of the transpose (see make_columns)
+        self._window_warned = False
         self.cache_bytes = available_memory_bytes() // 4 if cache_bytes is None else int(cache_bytes)
         self.passes = 0
         self.cached_sweeps = 0
@@ -251,48 +255,65 @@ class SmoothSVMObjective:
 
     def shuffled_blocks(self, rng, window_bytes=None):
         """One pass (counted) in a random order for the stochastic solvers: ``(block,
-        rows)`` pairs, ``rows`` (int64 array of shape (n_rows,)) a random order of the
-        block's rows, drawn from the numpy Generator ``rng``.
+        rows)`` pairs, ``rows`` (int64 array) a random order of some of ``block``'s rows
+        (positions in the block), drawn from the numpy Generator ``rng``.
 
-        The "blocks" are windows of consecutive source blocks, as many as fit
-        ``window_bytes`` (default: an eighth of the memory the process may still use; an
-        in-memory source is one window, without a copy), visited in a random order. The
-        larger the window, the closer the order is to one random permutation of all rows:
-        on 3,000 rows of a9a, SDCA's duality gap after 40 epochs was 2.6e-8 in one random
-        permutation, 6e-4 to 3e-3 when the rows were shuffled only within blocks of
-        100-1,500 and the blocks in random order, and 1e-2 in a fixed order.
-        The next window is read while this one is used (two windows in memory at most).
-        Data that fits (``hold``) is read by the first pass that asks and is then one
-        window, used in place: later epochs read nothing."""
+        The rows are cut into windows of consecutive source blocks, as many as fit
+        ``window_bytes`` of rows (default ``SHUFFLE_BYTES``), visited in a random order,
+        each window's rows in a random order. The larger the window, the closer the order
+        is to one random permutation of all rows: on 3,000 rows of a9a, SDCA's duality gap
+        after 40 epochs was 2.6e-8 in one random permutation, 6e-4 to 3e-3 when the rows
+        were shuffled only within blocks of 100-1,500 and the blocks in random order, and
+        1e-2 in a fixed order. The windows depend on the data and ``window_bytes`` only,
+        so the order is the seed's on any machine, held (``hold``) or streamed: held data
+        (read by the first pass that asks) is one block used in place, and later epochs
+        read nothing; streamed data is read a window at a time, the next while this one
+        is used. Only if two windows do not fit half the memory the process may still use
+        are they made smaller, with a warning that the order then differs."""
         if self.sample_weight is not None:  # their kernels have no row weights
             raise ValueError("the stochastic solvers take no row weights (sample_weight, "
                              "class_weight): use tron, newton, lbfgs, gd or agd")
-        offsets = self.source.row_offsets
-        if window_bytes is None:
-            self._held_rows()  # data that fits is read once, by this pass or an earlier one
-        held = self._held[0] if self._held else None
-        if held is not None or self.source.in_memory:
-            windows = [(0, self.source.n_blocks)]
-        else:
-            budget = available_memory_bytes() // 8 if window_bytes is None else window_bytes
-            nnz_bytes = 4 + np.dtype(self.source.value_dtype).itemsize
-            row_bytes = nnz_bytes * self.source.nnz / self.n_samples + 9  # + indptr, label
-            windows, first, n_blocks = [], 0, self.source.n_blocks
-            for k in range(1, n_blocks + 1):
-                if k == n_blocks or (offsets[k + 1] - offsets[first]) * row_bytes > budget:
-                    windows.append((first, k))
-                    first = k
+        held = self._held_rows()  # data that fits is read once, by this pass or an earlier one
+        in_place = held is not None or self.source.in_memory
+        asked = budget = SHUFFLE_BYTES if window_bytes is None else window_bytes
+        if not in_place and 4 * budget > available_memory_bytes():
+            budget = max(available_memory_bytes() // 4, 1)
+            if not self._window_warned:
+                self._window_warned = True
+                warnings.warn(f"{self.source.name}: two shuffle windows of {asked >> 20} MB "
+                              f"do not fit in memory; windows of {budget >> 20} MB make an "
+                              f"order other than the seed's with more memory",
+                              RuntimeWarning, stacklevel=3)
+        windows = self._shuffle_windows(budget)
         self._count_pass()
         order = rng.permutation(len(windows))
-        if held is not None:  # no copy, no read
-            blocks = (held,)
-        elif len(windows) == 1:
+        offsets = self.source.row_offsets
+        if in_place:  # no copy, no read
+            whole = held if held is not None else self.source.read_range(0, self.source.n_blocks)
+            for k in order:
+                first, stop = windows[k]
+                yield whole, offsets[first] + rng.permutation(offsets[stop] - offsets[first])
+            return
+        if len(windows) == 1:
             blocks = (self.source.read_range(*windows[0]),)
         else:  # the next window is read (a thread, GIL released in h5py) while this one runs
             blocks = self.source.iter_blocks_prefetched(
                 order, depth=1, read=lambda k, i: self.source.read_range(*windows[k]))
         for block in blocks:
             yield block, rng.permutation(block.n_rows)
+
+    def _shuffle_windows(self, budget):
+        """``[(first, stop)]``: runs of consecutive source blocks of at most ``budget`` bytes
+        of rows (at least one block each)."""
+        offsets = self.source.row_offsets
+        nnz_bytes = 4 + np.dtype(self.source.value_dtype).itemsize
+        row_bytes = nnz_bytes * self.source.nnz / self.n_samples + 9  # + indptr, label
+        windows, first, n_blocks = [], 0, self.source.n_blocks
+        for k in range(1, n_blocks + 1):
+            if k == n_blocks or (offsets[k + 1] - offsets[first]) * row_bytes > budget:
+                windows.append((first, k))
+                first = k
+        return windows
 
     def smoothness(self):
         """L_max = sup psi'' max_i ||(x_i, bias)||^2 + lambda: a Lipschitz constant of the
