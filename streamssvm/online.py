@@ -42,11 +42,14 @@ class OnlineTrainer:
     fit_intercept : bool
     intercept_scaling : float
     seed : int
+    n_threads : int, optional
+        Threads (default numba's): with two, a helper thread computes the dot products of
+        the rows ahead; the steps are the same bit for bit.
     """
 
     def __init__(self, loss="hinge", sigma=None, lam=1e-5, solver="sgd", learning_rate=None,
                  eta0=0.01, power_t=0.5, average=False, project=None, fit_intercept=False,
-                 intercept_scaling=1.0, seed=0):
+                 intercept_scaling=1.0, seed=0, n_threads=None):
         if solver not in ("sgd", "pegasos"):
             raise ValueError(f"solver must be 'sgd' or 'pegasos', got {solver!r}")
         pegasos = solver == "pegasos"
@@ -57,6 +60,7 @@ class OnlineTrainer:
             project=pegasos if project is None else bool(project),
             fit_intercept=bool(fit_intercept), intercept_scaling=float(intercept_scaling),
             seed=int(seed))
+        self.n_threads = n_threads
         self.rng = np.random.default_rng(seed)
         self.sgd_state = None
         self.classes = None
@@ -67,7 +71,8 @@ class OnlineTrainer:
         o = self.options
         return SmoothSVMObjective(source, o["loss"], o["lam"], sigma=o["sigma"],
                                   fit_intercept=o["fit_intercept"],
-                                  intercept_scaling=o["intercept_scaling"], n_threads=1)
+                                  intercept_scaling=o["intercept_scaling"],
+                                  n_threads=self.n_threads)
 
     def partial_fit(self, data, y=None, classes=None, epochs=1):
         """Run ``epochs`` epochs of steps over ``data`` (a store path, a block source, or a

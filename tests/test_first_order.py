@@ -7,16 +7,19 @@ import sys
 import threading
 import warnings
 
+import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 import streamssvm
 from streamssvm.data import InMemorySource, Store, StoreError, write_store
+from streamssvm.kernels import stochastic as sk
 from streamssvm.losses import LOSS_NAMES, get_loss
 from streamssvm.objective import SmoothSVMObjective, smooth_svm
 from streamssvm.solvers import SOLVERS, ConvergenceWarning, choose_solver, sdca
 from streamssvm.solvers.sdca import dual_objective
+from streamssvm.solvers.sgd import PIPELINE_NNZ
 from streamssvm.solvers.stochastic import per_sample_array
 
 from shared_data import load_shared
@@ -471,3 +474,64 @@ def test_train_stream_applies_the_auto_choice_to_its_data(data):
             model = streamssvm.train_stream(X, y, loss="psi_g", sigma=2.0 ** -6, lam=LAM,
                                             solver="auto", max_iter=2, progress=False)
         assert model.params["solver"] == expected
+
+
+def _long_rows(n=2000, d=200_000, row_nnz=300, seed=0, constant=0.0):
+    """Rows long enough (PIPELINE_NNZ) for SGD's pipelined kernel, labels of a random w;
+    with ``constant``, a last feature of that value and 99% of the labels +1."""
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, d, density=row_nnz / d, format="csr", random_state=rng)
+    y = np.where(X @ rng.standard_normal(d) > 0, 1, -1)
+    if constant:
+        X = sp.hstack([X, np.full((n, 1), constant)], format="csr")
+        y = np.where(rng.random(n) < 0.99, 1, -1)
+    X.indices = X.indices.astype(np.int32)
+    return X, y
+
+
+@pytest.mark.parametrize("options", [
+    dict(loss="hinge"),  # few steps change v
+    dict(loss="psi_g"),  # every step does
+    dict(loss="hinge", average=True, fit_intercept=True),
+    dict(loss="hinge", solver="pegasos"),  # w set to 0 at step 1, then projected
+    # scale folded into v on steps that change nothing else: w halves at each step and
+    # the constant feature keeps most margins above 1 for a dozen steps after an update
+    dict(loss="hinge", learning_rate="constant", eta0=1.0, lam=0.5),
+], ids=["hinge", "psi_g", "average-intercept", "pegasos", "fold"])
+def test_sgd_on_two_threads_takes_the_serial_steps_bit_for_bit(options):
+    """Where a helper thread computes the dots of the rows ahead, every step is the
+    serial kernel's: the models of one and two threads are equal to the bit."""
+    X, y = _long_rows(constant=100.0 if options.get("learning_rate") else 0.0)
+    options = dict(dict(solver="sgd", lam=1e-4, max_iter=3, eval_every=0, progress=False),
+                   **options)
+    assert X.nnz >= PIPELINE_NNZ * X.shape[0] and numba.get_num_threads() >= 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        one, two = (streamssvm.train_stream(X, y, n_threads=n, **options) for n in (1, 2))
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+    assert one.intercept_ == two.intercept_ and np.any(one.coef_ != 0)
+
+
+def test_pipelined_sgd_kernel_runs_on_one_thread():
+    """With one thread both roles of the pipelined kernel run one after the other: the
+    helper's waits are bounded and the steps are the serial kernel's."""
+    X, y = _long_rows(n=300)
+    y = y.astype(np.int8)
+    loss = get_loss("hinge")
+    results = []
+    threads = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        for kernel in (sk.sgd_rows, sk.sgd_rows_pipelined):
+            v, state = np.zeros(X.shape[1]), np.zeros(sk.SGD_STATE_SIZE)
+            state[sk.SCALE] = 1.0
+            rng = np.random.default_rng(0)
+            for order in (rng.permutation(300) for _ in range(3)):
+                kernel(X.indptr, X.indices, X.data, y, order, v, np.zeros(0), state, 0.0,
+                       loss.code, loss.sigma, loss.theta, loss.params, 1e-4, sk.OPTIMAL, 0.0,
+                       0.0, 1e3, 0.0, 0)
+            results.append(v * state[sk.SCALE])
+    finally:
+        numba.set_num_threads(threads)
+    np.testing.assert_array_equal(*results)
+    assert np.any(results[0] != 0)
