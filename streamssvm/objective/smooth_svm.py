@@ -49,8 +49,10 @@ from .._progress import progress_iter
 from ..losses import get_loss
 
 _PASS_LOCK = threading.Lock()
-# bytes of rows in a shuffle window of the stochastic solvers (see shuffled_blocks)
-SHUFFLE_BYTES = 256 << 20
+# bytes of rows in a shuffle window of the stochastic solvers (see shuffled_blocks): four
+# fit the ~210 MB a process finds free under a 500 MB memory cap, so capped runs keep the
+# seed's order
+SHUFFLE_BYTES = 32 << 20
 
 
 @dataclass
@@ -258,43 +260,39 @@ class SmoothSVMObjective:
         rows)`` pairs, ``rows`` (int64 array) a random order of some of ``block``'s rows
         (positions in the block), drawn from the numpy Generator ``rng``.
 
-        The rows are cut into windows of consecutive source blocks, as many as fit
-        ``window_bytes`` of rows (default ``SHUFFLE_BYTES``), visited in a random order,
-        each window's rows in a random order. The larger the window, the closer the order
-        is to one random permutation of all rows: on 3,000 rows of a9a, SDCA's duality gap
-        after 40 epochs was 2.6e-8 in one random permutation, 6e-4 to 3e-3 when the rows
-        were shuffled only within blocks of 100-1,500 and the blocks in random order, and
-        1e-2 in a fixed order. The windows depend on the data and ``window_bytes`` only,
-        so the order is the seed's on any machine, held (``hold``) or streamed: held data
-        (read by the first pass that asks) is one block used in place, and later epochs
-        read nothing; streamed data is read a window at a time, the next while this one
-        is used. Only if two windows do not fit half the memory the process may still use
-        are they made smaller, with a warning that the order then differs."""
+        Data held in memory (``hold``; read by the first pass that asks) or an in-memory
+        source is one window: one random permutation of all rows, used in place, and later
+        epochs read nothing. Streamed data is cut into windows of consecutive source
+        blocks, as many as fit ``window_bytes`` of rows (default ``SHUFFLE_BYTES``), visited
+        in a random order, each window's rows in a random order, the next window read while
+        this one is used. The larger the window, the closer the order is to one
+        permutation: on 3,000 rows of a9a, SDCA's duality gap after 40 epochs was 2.6e-8 in
+        one random permutation, 6e-4 to 3e-3 when the rows were shuffled only within
+        blocks of 100-1,500 and the blocks in random order, and 1e-2 in a fixed order. The
+        windows depend on the data and ``window_bytes`` only, so a streamed run's order is
+        its seed's however much memory is free; only if four windows do not fit in it are
+        they made smaller, with a warning that the order then differs."""
         if self.sample_weight is not None:  # their kernels have no row weights
             raise ValueError("the stochastic solvers take no row weights (sample_weight, "
                              "class_weight): use tron, newton, lbfgs, gd or agd")
         held = self._held_rows()  # data that fits is read once, by this pass or an earlier one
         in_place = held is not None or self.source.in_memory
         asked = budget = SHUFFLE_BYTES if window_bytes is None else window_bytes
-        if not in_place and 4 * budget > available_memory_bytes():
-            budget = max(available_memory_bytes() // 4, 1)
+        free = available_memory_bytes()
+        if not in_place and 4 * budget > free:
+            budget = max(free // 4, 1)
             if not self._window_warned:
                 self._window_warned = True
-                warnings.warn(f"{self.source.name}: two shuffle windows of {asked >> 20} MB "
-                              f"do not fit in memory; windows of {budget >> 20} MB make an "
-                              f"order other than the seed's with more memory",
-                              RuntimeWarning, stacklevel=3)
-        windows = self._shuffle_windows(budget)
+                warnings.warn(f"{self.source.name}: four shuffle windows of {asked >> 20} MB "
+                              f"do not fit in the {free >> 20} MB free; windows of "
+                              f"{budget >> 20} MB make an order other than the seed's with "
+                              f"more memory", RuntimeWarning, stacklevel=3)
+        windows = [(0, self.source.n_blocks)] if in_place else self._shuffle_windows(budget)
         self._count_pass()
         order = rng.permutation(len(windows))
-        offsets = self.source.row_offsets
-        if in_place:  # no copy, no read
-            whole = held if held is not None else self.source.read_range(0, self.source.n_blocks)
-            for k in order:
-                first, stop = windows[k]
-                yield whole, offsets[first] + rng.permutation(offsets[stop] - offsets[first])
-            return
-        if len(windows) == 1:
+        if held is not None:  # no copy, no read
+            blocks = (held,)
+        elif len(windows) == 1:
             blocks = (self.source.read_range(*windows[0]),)
         else:  # the next window is read (a thread, GIL released in h5py) while this one runs
             blocks = self.source.iter_blocks_prefetched(
