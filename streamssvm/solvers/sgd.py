@@ -140,7 +140,7 @@ class Schedule:
 
 # Rows of at least this many nonzeros on average make a block's dots long enough to share
 # between two threads (sgd_rows_pipelined). news20 with the hinge loss, time per epoch on
-# two threads against one: all rows (440 nonzeros on average) 0.70-0.80; rows of 400 or
+# two threads against one: all rows (440 nonzeros on average) 0.71-0.90; rows of 400 or
 # more (862) 0.76; of 200-400 0.95; of 100-200 0.97; under 100 1.45; a9a (14) 1.2.
 PIPELINE_NNZ = 256
 
