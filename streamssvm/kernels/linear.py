@@ -20,11 +20,10 @@ scipy 26 ms). The stores check every index before a kernel sees it.
 """
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, prange, types
-from numba.extending import intrinsic
+from numba import njit, prange
 
 from ..losses._scalar import derivatives_with_params as derivatives
+from ._intrinsics import prefetch
 
 
 @njit(cache=True, nogil=True)
@@ -50,23 +49,6 @@ def row_span(indptr, i):
     return range(np.uintp(indptr[i]), np.uintp(indptr[i + 1]))
 
 
-@intrinsic
-def _prefetch(typingctx, array, index):
-    """Ask the caches for ``array[index]`` (LLVM's prefetch: read, keep in all levels)."""
-    def codegen(context, builder, signature, args):
-        array_type, index_type = signature.args
-        data = context.make_array(array_type)(context, builder, args[0]).data
-        at = builder.gep(data, [context.cast(builder, args[1], index_type, types.intp)])
-        pointer = ir.PointerType(ir.IntType(8))
-        function = builder.module.declare_intrinsic(  # named for this LLVM's pointers
-            "llvm.prefetch", [pointer], ir.FunctionType(ir.VoidType(),
-                                                        [pointer] + [ir.IntType(32)] * 3))
-        builder.call(function, [builder.bitcast(at, pointer)]
-                     + [ir.Constant(ir.IntType(32), c) for c in (0, 3, 1)])
-        return context.get_dummy_value()
-    return types.void(array, index), codegen
-
-
 @njit(cache=True, nogil=True, inline="always")
 def prefetch_rows(indptr, indices, data, order, pos, v):
     """Before row ``order[pos]``: ask the caches for the nonzeros of ``order[pos + 2]`` and
@@ -77,12 +59,12 @@ def prefetch_rows(indptr, indices, data, order, pos, v):
     if pos + 2 < order.shape[0]:
         i = order[pos + 2]
         for k in range(np.uintp(indptr[i]), np.uintp(indptr[i + 1]), 64 // indices.itemsize):
-            _prefetch(indices, k)
+            prefetch(indices, k)
         for k in range(np.uintp(indptr[i]), np.uintp(indptr[i + 1]), 64 // data.itemsize):
-            _prefetch(data, k)
+            prefetch(data, k)
     if pos + 1 < order.shape[0]:
         for k in row_span(indptr, order[pos + 1]):
-            _prefetch(v, np.uintp(indices[k]))
+            prefetch(v, np.uintp(indices[k]))
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -25,12 +25,12 @@ serial kernel's steps bit for bit (:func:`sgd_rows_pipelined`).
 import math
 
 import numpy as np
-from numba import njit, prange, types
-from numba.extending import intrinsic
+from numba import njit, prange
 
 from ..losses._scalar import HINGE
 from ..losses._scalar import conjugate_with_params as conjugate
 from ..losses._scalar import derivatives_with_params as derivatives
+from ._intrinsics import fence, load_acquire, store_release
 from .linear import prefetch_rows, row_axpy, row_dot, row_dot_norm2, row_norm2, row_span
 
 # state[...] of the SGD kernels
@@ -120,7 +120,7 @@ def _sgd_step(indptr, indices, data, y, i, xv, v, avg_u, state, bias, code, sigm
         _writing(ctl)
         _sgd_fold_scale(v, state, averaging)
     if ctl.shape[0] and ctl[VERSION] % 2:  # v written: its new version
-        _store_release(ctl, VERSION, ctl[VERSION] + 1)
+        store_release(ctl, VERSION, ctl[VERSION] + 1)
 
 
 @njit(cache=True, nogil=True)
@@ -192,21 +192,21 @@ def _step_rows(indptr, indices, data, y, order, v, avg_u, state, bias, code, sig
                params, lam, schedule, eta0, power_t, t0, radius, avg_start, dots, ready, ctl):
     """The stepping thread of :func:`sgd_rows_pipelined`."""
     for pos in range(order.shape[0]):
-        _store_release(ctl, AT, pos)
+        store_release(ctl, AT, pos)
         mark = ctl[VERSION] + 1
-        if _load_acquire(ready, 2 * pos) != mark and _load_acquire(ctl, BUSY) == pos:
+        if load_acquire(ready, 2 * pos) != mark and load_acquire(ctl, BUSY) == pos:
             for _ in range(_WAIT):
-                if _load_acquire(ready, 2 * pos) == mark or _load_acquire(ctl, BUSY) != pos:
+                if load_acquire(ready, 2 * pos) == mark or load_acquire(ctl, BUSY) != pos:
                     break
         i = order[pos]
-        if _load_acquire(ready, 2 * pos) == mark:
+        if load_acquire(ready, 2 * pos) == mark:
             xv = dots[2 * pos + 1]
         else:
             prefetch_rows(indptr, indices, data, order, pos, v)
             xv = row_dot(indptr, indices, data, i, v)
         _sgd_step(indptr, indices, data, y, i, xv, v, avg_u, state, bias, code, sigma, theta,
                   params, lam, schedule, eta0, power_t, t0, radius, avg_start, ctl)
-    _store_release(ctl, DONE, 1)
+    store_release(ctl, DONE, 1)
 
 
 @njit(cache=True, nogil=True)
@@ -218,72 +218,39 @@ def _dots_ahead(indptr, indices, data, order, v, dots, ready, ctl):
     pairs: 0.84-0.90 of the time so, 0.71-0.77 every other row)."""
     n = order.shape[0]
     spins = 0
-    while _load_acquire(ctl, AT) < 0:
+    while load_acquire(ctl, AT) < 0:
         spins += 1
         if spins > _START:
             return
     k, seen = 0, -1
-    while _load_acquire(ctl, DONE) == 0:
-        version = _load_acquire(ctl, VERSION)
+    while load_acquire(ctl, DONE) == 0:
+        version = load_acquire(ctl, VERSION)
         if version % 2:
             continue
         if version != seen:  # the dots ahead are stale
             k, seen = 0, version
-        at = _load_acquire(ctl, AT)
+        at = load_acquire(ctl, AT)
         if k < at + 2:
             k = at + 2
         if k >= n or k > at + _AHEAD:
             continue
-        _store_release(ctl, BUSY, k)
+        store_release(ctl, BUSY, k)
         prefetch_rows(indptr, indices, data, order, k, v)
         d = row_dot(indptr, indices, data, order[k], v)
-        _fence()  # the reads of v above come before the version's second read
-        if _load_acquire(ctl, VERSION) == version:
+        fence()  # the reads of v above come before the version's second read
+        if load_acquire(ctl, VERSION) == version:
             dots[2 * k + 1] = d
-            _store_release(ready, 2 * k, version + 1)
+            store_release(ready, 2 * k, version + 1)
             k += 2
-        _store_release(ctl, BUSY, -1)
+        store_release(ctl, BUSY, -1)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _writing(ctl):
     """Before a write of v: make the pipelined kernel's version odd (once per step)."""
     if ctl.shape[0] and ctl[VERSION] % 2 == 0:
-        _store_release(ctl, VERSION, ctl[VERSION] + 1)
-        _fence()  # the odd version is seen before any write of v
-
-
-@intrinsic
-def _load_acquire(typingctx, array, index):
-    """array[index] of an int64 array, read atomically with acquire ordering."""
-    def codegen(context, builder, signature, args):
-        return builder.load_atomic(_address(context, builder, signature, args), "acquire", 8)
-    return types.int64(array, index), codegen
-
-
-@intrinsic
-def _store_release(typingctx, array, index, value):
-    """array[index] = value, an int64 written atomically with release ordering."""
-    def codegen(context, builder, signature, args):
-        value = context.cast(builder, args[2], signature.args[2], types.int64)
-        builder.store_atomic(value, _address(context, builder, signature, args), "release", 8)
-        return context.get_dummy_value()
-    return types.void(array, index, value), codegen
-
-
-@intrinsic
-def _fence(typingctx):
-    """A sequentially consistent fence."""
-    def codegen(context, builder, signature, args):
-        builder.fence("seq_cst")
-        return context.get_dummy_value()
-    return types.void(), codegen
-
-
-def _address(context, builder, signature, args):
-    array_type, index_type = signature.args[:2]
-    data = context.make_array(array_type)(context, builder, args[0]).data
-    return builder.gep(data, [context.cast(builder, args[1], index_type, types.intp)])
+        store_release(ctl, VERSION, ctl[VERSION] + 1)
+        fence()  # the odd version is seen before any write of v
 
 
 # state[...] of SVRG

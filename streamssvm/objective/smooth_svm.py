@@ -277,17 +277,9 @@ class SmoothSVMObjective:
                              "class_weight): use tron, newton, lbfgs, gd or agd")
         held = self._held_rows()  # data that fits is read once, by this pass or an earlier one
         in_place = held is not None or self.source.in_memory
-        asked = budget = SHUFFLE_BYTES if window_bytes is None else window_bytes
-        free = available_memory_bytes()
-        if not in_place and 4 * budget > free:
-            budget = max(free // 4, 1)
-            if not self._window_warned:
-                self._window_warned = True
-                warnings.warn(f"{self.source.name}: four shuffle windows of {asked >> 20} MB "
-                              f"do not fit in the {free >> 20} MB free; windows of "
-                              f"{budget >> 20} MB make an order other than the seed's with "
-                              f"more memory", RuntimeWarning, stacklevel=3)
-        windows = [(0, self.source.n_blocks)] if in_place else self._shuffle_windows(budget)
+        windows = ([(0, self.source.n_blocks)] if in_place
+                   else self._shuffle_windows(SHUFFLE_BYTES if window_bytes is None
+                                              else window_bytes))
         self._count_pass()
         order = rng.permutation(len(windows))
         if held is not None:  # no copy, no read
@@ -302,7 +294,17 @@ class SmoothSVMObjective:
 
     def _shuffle_windows(self, budget):
         """``[(first, stop)]``: runs of consecutive source blocks of at most ``budget`` bytes
-        of rows (at least one block each)."""
+        of rows (at least one block each); smaller, with a warning, if four such windows do
+        not fit in the free memory."""
+        free = available_memory_bytes()
+        if 4 * budget > free:
+            asked, budget = budget, max(free // 4, 1)
+            if not self._window_warned:
+                self._window_warned = True
+                warnings.warn(f"{self.source.name}: four shuffle windows of {asked >> 20} MB "
+                              f"do not fit in the {free >> 20} MB free; windows of "
+                              f"{budget >> 20} MB make an order other than the seed's with "
+                              f"more memory", RuntimeWarning, stacklevel=4)
         offsets = self.source.row_offsets
         nnz_bytes = 4 + np.dtype(self.source.value_dtype).itemsize
         row_bytes = nnz_bytes * self.source.nnz / self.n_samples + 9  # + indptr, label
