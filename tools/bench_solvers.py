@@ -55,9 +55,8 @@ def sgd_epochs(X, y, lam, epochs, rounds):
     "scikit-learn": [seconds per round]}``; and both training accuracies."""
     from sklearn.linear_model import SGDClassifier
 
-    for n in (1, None):  # compile
-        OnlineTrainer(loss="hinge", lam=lam, n_threads=n).partial_fit(X[:10], y[:10],
-                                                                       classes=[-1, 1])
+    for n in (1, None):  # compile or load every kernel the rounds take (by row length)
+        OnlineTrainer(loss="hinge", lam=lam, n_threads=n).partial_fit(X, y)
     times = {"ours": [], "ours 1 thread": [], "scikit-learn": []}
     for _ in range(rounds):
         for name, n in (("ours", None), ("ours 1 thread", 1)):
