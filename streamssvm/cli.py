@@ -85,6 +85,10 @@ def _add_convert(subparsers):
     p.add_argument("--fletcher32", action="store_true",
                    help="also store HDF5's Fletcher-32 checksums, for other HDF5 readers (our "
                         "own, verified on every read, are always written)")
+    p.add_argument("--encoding", choices=("auto", "plain", "lean"), default="auto",
+                   help="lean: column indices as 16-bit gaps, one value per row where a "
+                        "block's rows each hold one value (lossless, smaller; format version "
+                        "3); auto (default): lean only the blocks of one value per row")
     p.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
     p.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
     p.set_defaults(func=cmd_convert)
@@ -100,7 +104,8 @@ def cmd_convert(args):
         value_dtype="float64" if args.float64 else "float32",
         block_rows=args.block_rows, block_nnz=args.block_nnz,
         compression=None if args.compression == "none" else args.compression,
-        fletcher32=args.fletcher32, overwrite=args.overwrite, progress=not args.quiet)
+        fletcher32=args.fletcher32, encoding=args.encoding, overwrite=args.overwrite,
+        progress=not args.quiet)
     if not args.quiet:
         print(f"wrote {summary['dst']}: {summary['n_samples']:,} rows, "
               f"{summary['n_features']:,} features, {summary['nnz']:,} nonzeros, "
@@ -147,6 +152,9 @@ def cmd_info(args):
             ("size on disk", _size(os.path.getsize(store.path))),
             ("values", str(store.value_dtype)),
             ("compression", compression),
+            ("encoding", f"{options['encoding']} ({options['lean_blocks']:,} of "
+                         f"{store.n_blocks:,} blocks lean)" if "lean_blocks" in options
+             else "plain"),
             ("checksums", ", ".join(name for name, on in (
                 (f"{meta.get('checksum')} (verified on every read)", meta.get("checksum")),
                 ("HDF5 fletcher32", options.get("fletcher32"))) if on) or "none"),

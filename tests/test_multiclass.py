@@ -94,8 +94,10 @@ def test_many_classes_grow_the_class_table(tmp_path, write_text):
 def test_two_labels_in_multiclass_mode_make_a_binary_store(tmp_path, write_text, sklearn_load):
     src = write_text("5 1:1\n2 2:1\n5 3:1\n5 1:2\n")
     out, plain = tmp_path / "two.h5", tmp_path / "plain.h5"
-    summary = convert_svmlight(src, out, multiclass=True, block_rows=2, progress=False)
-    convert_svmlight(src, plain, block_rows=2, progress=False)
+    # plain blocks: rows of one value would make a lean (version 3) store of either kind
+    summary = convert_svmlight(src, out, multiclass=True, block_rows=2, encoding="plain",
+                               progress=False)
+    convert_svmlight(src, plain, block_rows=2, encoding="plain", progress=False)
     assert summary["classes"] == (2.0, 5.0) and summary["label_counts"] == (1, 3)
     with Store(out) as store, Store(plain) as reference:
         assert not store.multiclass and store.metadata["version"] == 1

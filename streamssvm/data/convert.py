@@ -114,8 +114,8 @@ def _shift_written_indices(writer):
 
 def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=None, like=None,
                      multiclass=False, value_dtype="float32", block_rows=None, block_nnz=1 << 19,
-                     compression=None, compression_level=None, fletcher32=False, overwrite=False,
-                     progress=True, _chunk_bytes=DEFAULT_CHUNK_BYTES):
+                     compression=None, compression_level=None, fletcher32=False, encoding="auto",
+                     overwrite=False, progress=True, _chunk_bytes=DEFAULT_CHUNK_BYTES):
     """Convert an svmlight / libsvm text file into an HDF5 store of CSR row blocks.
 
     The input is streamed: memory depends on the chunk size, the block size and the longest
@@ -162,6 +162,10 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
     fletcher32 : bool
         Also store HDF5's Fletcher-32 checksums (the store's own checksums, verified on
         every read, are always written).
+    encoding : {"auto", "plain", "lean"}
+        ``"lean"``: column indices as 16-bit gaps within rows, and one value per row in
+        blocks whose rows each hold one value (format version 3; lossless); ``"auto"``:
+        lean only those blocks (see :class:`~streamssvm.data.store.StoreWriter`).
     overwrite : bool
         Replace an existing ``dst``; otherwise FileExistsError.
     progress : bool
@@ -230,7 +234,8 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
         try:
             with StoreWriter(dst, value_dtype=value_dtype, compression=compression,
                              compression_level=compression_level, fletcher32=fletcher32,
-                             overwrite=overwrite, multiclass=multiclass) as writer:
+                             encoding=encoding, overwrite=overwrite,
+                             multiclass=multiclass) as writer:
                 parser = BlockParser(src, writer.add_block,
                                      lambda: _shift_written_indices(writer),
                                      zero_based=zero_based, n_features=n_features,
