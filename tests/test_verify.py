@@ -3,6 +3,7 @@ block before a kernel sees them; verify checks a whole file, one line per proble
 
 import importlib
 import os
+import re
 import shutil
 import sys
 
@@ -20,13 +21,20 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 corrupt_store = importlib.import_module("corrupt_store")
 
 
+def converted(tmp_path, make_svmlight, binary=False, **options):
+    text = make_svmlight(np.random.default_rng(3), 2000, 200, density=0.05)
+    if binary:
+        text = re.sub(rb":[^ \n]+", b":1", text)
+    src = tmp_path / "train.svm"
+    src.write_bytes(text)
+    path = tmp_path / "train.h5"
+    convert_svmlight(src, path, block_nnz=3000, progress=False, **options)
+    return path
+
+
 @pytest.fixture
 def store_path(tmp_path, make_svmlight):
-    src = tmp_path / "train.svm"
-    src.write_bytes(make_svmlight(np.random.default_rng(3), 2000, 200, density=0.05))
-    path = tmp_path / "train.h5"
-    convert_svmlight(src, path, block_nnz=3000, progress=False)
-    return path
+    return converted(tmp_path, make_svmlight)
 
 
 def documented_checksum(raw):
@@ -78,10 +86,17 @@ def test_verify_accepts_a_sound_store(store_path, capsys):
     assert out.startswith(f"{store_path}: ok, ") and "checksums verified" in out
 
 
-def test_a_flip_in_any_block_dataset_is_blamed_on_it(store_path, tmp_path, capsys):
+@pytest.mark.parametrize("binary, options, names", [
+    (False, {}, set(BLOCK_DATASETS)),
+    (False, dict(encoding="lean"), {"indptr", "gaps", "data", "y"}),
+    (True, {}, {"indptr", "gaps", "row_data", "y"}),  # "auto": rows of one value are lean
+])
+def test_a_flip_in_any_block_dataset_is_blamed_on_it(tmp_path, make_svmlight, capsys, binary,
+                                                      options, names):
+    store_path = converted(tmp_path, make_svmlight, binary, **options)
     bad = tmp_path / "bad.h5"
     extents = corrupt_store.dataset_extents(store_path)
-    assert {name for _, name, _, _ in extents} == set(BLOCK_DATASETS)
+    assert {name for _, name, _, _ in extents} == names
     rng = np.random.default_rng(0)
     for k, name, offset, length in extents:
         shutil.copyfile(store_path, bad)
@@ -103,7 +118,8 @@ def test_a_flip_in_any_block_dataset_is_blamed_on_it(store_path, tmp_path, capsy
 def test_training_stops_at_the_corrupt_block(store_path, tmp_path):
     bad = tmp_path / "bad.h5"
     shutil.copyfile(store_path, bad)
-    k, name, offset, length = corrupt_store.dataset_extents(store_path)[4 * 3 + 2]  # block 3 data
+    _, _, offset, length = next(e for e in corrupt_store.dataset_extents(store_path)
+                                if e[:2] == (3, "data"))
     flip(bad, offset + length // 2)
     with pytest.raises(StoreError, match=f"{bad}: block 3: dataset data does not match"):
         train_stream(str(bad), loss="squared_hinge", lam=1e-3, progress=False)

@@ -38,7 +38,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from streamssvm.data.store import BLOCK_DATASETS, Store, StoreError  # noqa: E402
+from streamssvm.data.store import Store, StoreError  # noqa: E402
 from streamssvm.data.verify import verify_store  # noqa: E402
 
 
@@ -65,8 +65,7 @@ def dataset_extents(path):
     extents = []
     with h5py.File(path, "r") as f:
         for k in range(int(f.attrs["n_blocks"])):
-            for name in BLOCK_DATASETS:
-                ds = f[f"blocks/{k:08d}/{name}"]
+            for name, ds in f[f"blocks/{k:08d}"].items():  # lean blocks: gaps, row_data
                 if not ds.shape[0]:
                     continue
                 if ds.chunks is None:
