@@ -48,7 +48,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
                  abs_tol=None, liblinear_tol=False, max_iter=None, fit_intercept=False,
                  intercept_scaling=1.0, w0=None, sigma_path=(), n_threads=None, progress=True,
                  sample_weight=None, checkpoint=None, checkpoint_every=60.0, client=None,
-                 **solver_options):
+                 hold="auto", **solver_options):
     """Train a linear classifier by minimising
 
         L(w) = lam / 2 ||w||^2 + (1 / n) sum_i c_i psi(y_i w.x_i)
@@ -112,6 +112,12 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
         refused. Not with ``sigma_path``, ``agd`` or ``lbfgs``.
     checkpoint_every : float
         Seconds between checkpoints (0: every iteration or epoch).
+    hold : bool or "auto"
+        Keep the data in memory, by rows and by columns, from its first pass on: True,
+        False (every pass reads the file), or "auto" (when it fits a quarter of the memory
+        the process may still use). The stochastic solvers shuffle held data as one
+        permutation and streamed data in windows of blocks, so pin ``hold`` for a run
+        whose order must not depend on the machine's free memory.
     **solver_options
         Passed to the solver (with ``"auto"``, those the chosen one takes: SDCA's
         ``gap_tol`` is dropped when it picks Newton, say), e.g. TRON: ``forcing``, ``xi``,
@@ -155,7 +161,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
             objective = make_objective(
                 source, loss, lam, sigma=width, fit_intercept=fit_intercept,
                 intercept_scaling=intercept_scaling, n_threads=n_threads,
-                progress=progress and source.nnz > 20_000_000, sample_weight=sample_weight)
+                progress=progress and source.nnz > 20_000_000, sample_weight=sample_weight,
+                hold=hold)
             if checkpoint is not None:
                 problem = dict(data=[source.name, source.n_samples, source.n_features,
                                      source.nnz], loss=objective.loss.spec, lam=lam,

@@ -405,6 +405,26 @@ def test_shuffle_windows_do_not_depend_on_free_memory(data, tmp_path, monkeypatc
         assert n_windows > 2 and sorted(shrunk.tolist()) == list(range(store.n_samples))
 
 
+def test_train_stream_pins_hold(data, tmp_path, monkeypatch):
+    """``hold=False`` streams the store (in windows), ``hold=True`` holds it (one
+    permutation): two orders from one seed; "auto" holds data that fits."""
+    path = tmp_path / "a9a.h5"
+    write_store(path, _source(data, block_rows=300))
+    monkeypatch.setattr(smooth_svm, "SHUFFLE_BYTES", 150_000)  # a few windows
+
+    def fit(hold):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            return streamssvm.train_stream(str(path), loss="psi_g", lam=LAM, solver="sgd",
+                                           max_iter=1, seed=0, hold=hold,
+                                           progress=False).coef_
+
+    streamed, held = fit(False), fit(True)
+    assert not np.array_equal(streamed, held)
+    assert fit("auto").tobytes() == held.tobytes()
+    assert fit(False).tobytes() == streamed.tobytes()
+
+
 def test_epochs_over_held_data_read_nothing(data, tmp_path):
     """Data that fits is read by the first epoch (or evaluation); later epochs are one
     window of all rows served from memory: each still counts as a pass, and the store may
