@@ -134,8 +134,9 @@ class OnlineTrainer:
                 np.savez(f, v=st.v, avg_u=st.avg_u, state=st.state, meta=json.dumps(meta))
 
     @classmethod
-    def load(cls, path):
-        """An OnlineTrainer from a file written by :meth:`save`."""
+    def load(cls, path, n_threads=None):
+        """An OnlineTrainer from a file written by :meth:`save`, on ``n_threads`` threads
+        (the machine's, not the state's: the steps are the same on any number)."""
         with np.load(path, allow_pickle=False) as z:
             try:
                 meta = json.loads(str(z["meta"]))
@@ -145,7 +146,7 @@ class OnlineTrainer:
         if meta.get("format") != STATE_FORMAT:
             raise ValueError(f"{path}: not an online trainer state (format "
                              f"{meta.get('format')!r})")
-        trainer = cls(**meta["options"])
+        trainer = cls(**meta["options"], n_threads=n_threads)
         trainer.classes = tuple(meta["classes"])
         trainer.epochs, trainer.rows_seen = meta["epochs"], meta["rows_seen"]
         trainer.rng.bit_generator.state = meta["rng"]

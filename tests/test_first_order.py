@@ -318,7 +318,10 @@ def test_train_stream_runs_every_solver_and_records_its_defaults(data):
     assert model.params["max_iter"] == 20 and model.params["seed"] == 3
 
 
-def test_online_trainer_resumes_exactly(data, tmp_path):
+@pytest.mark.parametrize("n_threads", [None, 1])
+def test_online_trainer_resumes_exactly(data, tmp_path, n_threads):
+    """Also on another number of threads than the state was saved from (a machine's
+    setting, not saved)."""
     X, y = data
     halves = [(X[:1500], y[:1500]), (X[1500:], y[1500:])]
     straight = streamssvm.OnlineTrainer(loss="hinge", lam=LAM, average=True, seed=5)
@@ -327,7 +330,8 @@ def test_online_trainer_resumes_exactly(data, tmp_path):
     resumed = streamssvm.OnlineTrainer(loss="hinge", lam=LAM, average=True, seed=5)
     resumed.partial_fit(*halves[0]).partial_fit(*halves[1])
     resumed.save(tmp_path / "state.npz")
-    resumed = streamssvm.OnlineTrainer.load(tmp_path / "state.npz")
+    resumed = streamssvm.OnlineTrainer.load(tmp_path / "state.npz", n_threads=n_threads)
+    assert resumed.n_threads == n_threads
     for Xb, yb in halves:
         resumed.partial_fit(Xb, yb)
     a, b = straight.model(), resumed.model()
