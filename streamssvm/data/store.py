@@ -6,7 +6,6 @@ import json
 import os
 
 import h5py
-import numba
 import numpy as np
 
 from .._atomic import NO_ROOM, atomic_output
@@ -242,7 +241,7 @@ class StoreWriter:
             indices = np.empty(int(indptr[-1]), np.int32)
             gaps = group["gaps"][...]
             codec.decode(indptr, gaps, codec.far_positions(gaps, len(indices)),
-                         np.empty(0, self.value_dtype), np.iinfo(np.int32).max, 1, indices,
+                         np.empty(0, self.value_dtype), np.iinfo(np.int32).max, indices,
                          indices[:0])
             del group["gaps"]
             self._write_gaps(group, indptr, np.asarray(change(indices), np.int32))
@@ -523,8 +522,8 @@ class Store(BlockSource):
         multi-megabyte arrays cost a page fault per 4 KiB); a block is then valid until
         three more have been requested. Lean blocks are decoded here, by the thread that
         uses them, not by the reading thread: a pass over the binary synthetic store
-        (in the page cache) took 1.25 s so, 1.9-2.1 s with the reading thread decoding
-        too, and 1.5-1.7 s from its plain twin.
+        (in the page cache) took 1.25-1.6 s so, 1.9-2.1 s with the reading thread
+        decoding too, and 1.5-1.8 s from its plain twin.
         """
         if not transient:
             for raw in self.iter_blocks_prefetched(order, read=lambda k, i: self._read_raw(k)):
@@ -638,8 +637,8 @@ class Store(BlockSource):
                 raise StoreError(f"{self.path}: block {k}: dataset gaps is corrupt: not one "
                                  f"word per nonzero ({nnz}) and three per far gap in "
                                  f"increasing positions")
-            bad = codec.decode(indptr, gaps, positions, row_data, self.n_features,
-                               numba.get_num_threads(), indices, data)
+            bad = codec.decode(indptr, gaps, positions, row_data, self.n_features, indices,
+                               data)
             if bad != codec.OK:
                 raise StoreError(f"{self.path}: block {k}: dataset gaps is corrupt in row "
                                  f"{bad} of the block: a column index reaches n_features = "

@@ -6,17 +6,19 @@ A row's indices i_0 < i_1 < ... are the gaps g_0 = i_0, g_k = i_k - i_{k-1} - 1.
 ``gaps`` (uint16) holds the low 16 bits of its nnz gaps, one word each, then, for each gap
 of 2^16 or more (rare: 0.1-0.2% on news20 and the synthetic data), three words: its
 position (high word, low word) and its high 16 bits, in increasing position. That is 2
-bytes per index (1.6-1.7 for LEB128 varints), but every gap is at a known place, so the
-rows decode in parallel, with no branch on a gap's length (varints decoded at 200 M
-nonzeros/s here, a 16-bit gap with its escape inline at 400-500 M on one thread).
+bytes per index (1.6-1.7 for LEB128 varints), but every gap is at a known place: no load
+waits on the one before to know where it starts (varints decoded at 200 M nonzeros/s
+here, a 16-bit gap with its escape inline at 400-500 M, this at about 600 M). Rows could
+decode in parallel; on two threads it took 750 M, but a pass took no less time (the
+decoding thread shares the cores with the kernels' threads and the reading thread), and a
+parallel kernel must not run from the stochastic solvers' window-reading thread under
+numba's workqueue threading layer: decoding is serial.
 """
 
 import math
 
 import numpy as np
-from numba import njit, prange
-
-from .linear import row_partition
+from numba import njit
 
 OK = -1
 _NONE = np.iinfo(np.int64).max
@@ -64,40 +66,34 @@ def far_positions(gaps, nnz):
     return positions
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def decode(indptr, gaps, positions, row_values, n_features, n_parts, indices, data):
+@njit(cache=True, nogil=True)
+def decode(indptr, gaps, positions, row_values, n_features, indices, data):
     """Fill ``indices`` from ``gaps`` and, if ``row_values`` is not empty, ``data`` with
-    each row's value, in ``n_parts`` parallel row ranges. ``indptr`` must be checked
-    (monotone from 0) and ``positions`` be :func:`far_positions`' first.
+    each row's value. ``indptr`` must be checked (monotone from 0) and ``positions`` be
+    :func:`far_positions`' first.
 
     Returns ``OK``, or the first row with a column index at or beyond ``n_features``."""
-    n_rows = indptr.shape[0] - 1
-    nnz = indptr[n_rows]
+    nnz = indptr[indptr.shape[0] - 1]
     n_far = positions.shape[0]
     expand = row_values.shape[0] > 0
-    bounds = row_partition(indptr, n_parts)
-    bad = np.full(n_parts, n_rows)
-    for t in prange(n_parts):
-        e = np.searchsorted(positions, indptr[bounds[t]])
-        at = positions[e] if e < n_far else _NONE
-        for i in range(bounds[t], bounds[t + 1]):
-            lo, hi = indptr[i], indptr[i + 1]
-            prev = np.int64(-1)
-            for k in range(lo, hi):
-                gap = np.int64(gaps[k])
-                if k == at:
-                    gap |= np.int64(gaps[nnz + 3 * e + 2]) << 16
-                    e += 1
-                    at = positions[e] if e < n_far else _NONE
-                prev += gap + 1
-                indices[k] = prev
-            if prev >= n_features:  # indices rise within a row: the last is the largest
-                bad[t] = i
-                break
-            if expand:
-                data[lo:hi] = row_values[i]
-    first = bad.min()
-    return OK if first == n_rows else first
+    e = 0
+    at = positions[0] if n_far else _NONE
+    for i in range(indptr.shape[0] - 1):
+        lo, hi = indptr[i], indptr[i + 1]
+        prev = np.int64(-1)
+        for k in range(lo, hi):
+            gap = np.int64(gaps[k])
+            if k == at:
+                gap |= np.int64(gaps[nnz + 3 * e + 2]) << 16
+                e += 1
+                at = positions[e] if e < n_far else _NONE
+            prev += gap + 1
+            indices[k] = prev
+        if prev >= n_features:  # indices rise within a row: the last is the largest
+            return i
+        if expand:
+            data[lo:hi] = row_values[i]
+    return OK
 
 
 @njit(cache=True, nogil=True)
