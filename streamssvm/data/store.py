@@ -131,8 +131,8 @@ class StoreWriter:
         within rows (``gaps``), and one value per row (``row_data``) in the blocks whose
         rows each hold a single value; lossless, decoded as blocks are read. ``"auto"``
         writes only those blocks lean, the others plain (a store without such blocks is
-        a plain one): measured here, a lean pass out of core took 0.84x the plain one's
-        time on binary rows and 1.11x on tf-idf rows (docs/PERFORMANCE.md).
+        a plain one): measured here, a lean pass out of core took 0.84-0.94x the plain
+        one's time on binary rows and 0.93-1.11x on tf-idf rows (docs/PERFORMANCE.md).
     checksums : bool
         Store our own checksum of every dataset (:mod:`.checksum`), which :class:`Store`
         verifies on every read, for about a tenth of the read time (off only to measure).
