@@ -14,7 +14,8 @@ Prints, on one training file (and its test file):
   (d) out of core (with --ooc): a store several times larger than a memory cap, evicted from
       the page cache, trained under ../shared/bin/run-capped: seconds per pass against the
       store's size divided by the disk read rate measured in the same run, the time to
-      eps = 0.01 of TRON, line-search Newton and subsampled Newton, and peak memory;
+      eps = 0.01 of TRON, line-search Newton, subsampled Newton and SDCA, each in its own
+      capped process evicted first (as a user's training runs), and its peak memory;
   (e) the convergence history of TRON psi_G with the forcing term xi_t = kappa ||grad||;
   (f) psi_G at the last of --sigmas: the time of our solvers (TRON, Newton, SDCA, auto) to
       within 1e-3 of the optimal objective against LIBLINEAR's fastest L2-SVM solver
@@ -188,31 +189,32 @@ from streamssvm.data import Store
 from streamssvm.objective import SmoothSVMObjective
 from streamssvm.solvers import choose_solver, newton, sdca, tron
 warnings.simplefilter("ignore")
-path, passes, max_iter = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+path, passes, max_iter, name = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+SOLVERS = {"TRON": (tron, {}), "TRON, backtracking": (tron, {"backtrack": True}),
+           "Newton": (newton, {}), "subsampled Newton (10%)": (newton, {"hessian_sample": 0.1}),
+           "SDCA": (sdca, {})}
 with Store(path) as store:
-    obj = SmoothSVMObjective(store, "psi_g", 1e-5, sigma=2.0 ** -3, cache_curved=False)
-    w = np.zeros(obj.n_variables)
-    times = []
-    for _ in range(passes):
-        start = time.perf_counter(); obj.value(w); times.append(time.perf_counter() - start)
-    runs = {}
-    for name, solve, options in (("TRON", tron, {}), ("TRON, backtracking", tron, {"backtrack": True}),
-                                 ("Newton", newton, {}),
-                                 ("subsampled Newton (10%)", newton, {"hessian_sample": 0.1}),
-                                 ("SDCA", sdca, {})):
-        options = dict(options, max_iter=max_iter)
-        if solve is sdca:  # auto leaves it out on tall data: 1000 epochs or 3x Newton's time
-            options.update(max_iter=1000, max_seconds=3 * runs["Newton"]["seconds"])
-        start = time.perf_counter()
-        obj = SmoothSVMObjective(store, "psi_g", 1e-5, sigma=2.0 ** -3)
-        result = solve(obj, tol=0.01, liblinear_tol=True, **options)
-        runs[name] = dict(seconds=time.perf_counter() - start, passes=result.passes,
+    if name == "passes":
+        obj = SmoothSVMObjective(store, "psi_g", 1e-5, sigma=2.0 ** -3, cache_curved=False)
+        w = np.zeros(obj.n_variables)
+        times = []
+        for _ in range(passes):
+            start = time.perf_counter(); obj.value(w); times.append(time.perf_counter() - start)
+        print(json.dumps(dict(pass_seconds=times, shape=[obj.n_samples, obj.n_features],
+                              auto=choose_solver(obj.loss, obj.n_samples, obj.n_features))))
+        sys.exit()
+    solve, options = SOLVERS[name]
+    options = dict(options, max_iter=max_iter)
+    if solve is sdca:  # auto leaves it out on tall data: 1000 epochs or 3x Newton's time
+        options.update(max_iter=1000, max_seconds=3 * float(sys.argv[5]))
+    start = time.perf_counter()
+    obj = SmoothSVMObjective(store, "psi_g", 1e-5, sigma=2.0 ** -3)
+    result = solve(obj, tol=0.01, liblinear_tol=True, **options)
+    print(json.dumps(dict(seconds=time.perf_counter() - start, passes=result.passes,
                           iters=result.n_iter, cached_sweeps=obj.cached_sweeps,
-                          converged=result.converged, f=result.f)
-        print(json.dumps(dict(pass_seconds=times, runs=runs, shape=[obj.n_samples, obj.n_features],
-                              auto=choose_solver(obj.loss, obj.n_samples, obj.n_features))),
-              flush=True)
+                          converged=result.converged, f=result.f)))
 """
+_OOC_SOLVERS = ("TRON", "TRON, backtracking", "Newton", "subsampled Newton (10%)", "SDCA")
 
 _READ = r"""
 import sys, time
@@ -228,14 +230,14 @@ print(n / (time.perf_counter() - start))
 
 
 def run_capped(cap_mb, code, *argv):
-    """The last line a capped child printed, and its peak memory; a child that died (e.g.
-    killed at the cap) is reported and its last line still returned."""
+    """The last line a capped child printed ("" if none), and its peak memory; a child
+    that died (e.g. killed at the cap) is reported and its last line still returned."""
     proc = subprocess.run([os.path.join(BIN, "run-capped"), str(cap_mb), sys.executable, "-c", code,
                            *map(str, argv)], capture_output=True, text=True)
     if proc.returncode != 0:
         print(f"child exited with {proc.returncode}: {proc.stderr.strip()[-300:]}")
     peak = next(int(t.split("=")[1]) for t in proc.stderr.split() if t.startswith("peak_mb="))
-    return proc.stdout.strip().splitlines()[-1], peak
+    return (proc.stdout.strip().splitlines() or [""])[-1], peak
 
 
 def section_out_of_core(args):
@@ -256,23 +258,31 @@ def section_out_of_core(args):
         subprocess.run([os.path.join(BIN, "evict"), store], check=True)
         rates.append(float(run_capped(args.cap_mb, _READ, store)[0]))
     disk = max(rates)
-    subprocess.run([os.path.join(BIN, "evict"), store], check=True)
-    out, peak = run_capped(args.cap_mb, _CHILD, store, args.repeats, args.ooc_iters)
-    r = json.loads(out)
+    def capped(*argv):  # a fresh process for each run, as a user's training would be
+        subprocess.run([os.path.join(BIN, "evict"), store], check=True)
+        out, peak = run_capped(args.cap_mb, _CHILD, store, args.repeats, args.ooc_iters, *argv)
+        return (json.loads(out) if out else None), peak
+
+    r, peak = capped("passes")
     per_pass = float(np.median(r["pass_seconds"]))
     print(f"disk read rate (same cap, evicted, 16 MiB reads): best {disk / 1e9:.2f} GB/s of "
           f"{', '.join(f'{r / 1e9:.2f}' for r in rates)}")
     print(f"seconds per pass: {per_pass:.3f} (median of {len(r['pass_seconds'])}) -> "
           f"{size / per_pass / 1e9:.2f} GB/s, {size / per_pass / disk:.2f} of the disk rate "
-          f"(target >= 0.85)")
-    for name, run in r["runs"].items():
+          f"(target >= 0.85); peak memory {peak} MB")
+    newton_seconds = None
+    for name in _OOC_SOLVERS:
+        run, peak = capped(name, newton_seconds or "inf")
+        if run is None:
+            print(f"{name:<24} died (peak memory {peak} MB, cap {args.cap_mb} MB)")
+            continue
+        newton_seconds = run["seconds"] if name == "Newton" else newton_seconds
         print(f"{name:<24} psi_G sigma=2^-3 to eps 0.01 out of core: {run['iters']} iterations, "
               f"{run['passes']} passes + {run['cached_sweeps']} Hessian products from memory, "
               f"{run['seconds']:.1f} s, {'converged' if run['converged'] else 'NOT converged'}, "
-              f"f = {run['f']:.8g}")
+              f"f = {run['f']:.8g}; peak memory {peak} MB (cap {args.cap_mb} MB)")
     print(f"auto picks {r['auto']} for this store ({r['shape'][0]} rows, {r['shape'][1]} "
           f"features)")
-    print(f"peak memory {peak} MB (cap {args.cap_mb} MB)")
 
 
 def section_convergence(args, store):
