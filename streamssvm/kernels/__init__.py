@@ -1,6 +1,7 @@
 """Numba kernels over CSR blocks: loss + gradient, Hessian-vector product, diagonal, margins
 (``linear``); the stochastic solvers' per-row updates (``stochastic``); conjugate gradient's
-fused sweeps over dense vectors (``vector``); the LLVM intrinsics they use (``_intrinsics``)."""
+fused sweeps over dense vectors (``vector``); the store's lean block encodings (``codec``);
+the LLVM intrinsics they use (``_intrinsics``)."""
 
 from . import stochastic, vector
 from .linear import (column_products, column_sums, curved_products, decision,
