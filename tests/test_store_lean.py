@@ -39,9 +39,9 @@ def write(path, indptr, indices, data, y, offsets, encoding):
 
 @pytest.fixture
 def pair(tmp_path, rng):
-    """The same rows as a plain and a lean store: blocks 0 and 2 of one value per row (one
-    with rows of +0.0 and -0.0), block 1 of several, block 3 empty, block 4 one value per
-    row but a row of 0.0 and -0.0 (not one value, to the bit)."""
+    """The same rows as a plain, a lean and an auto store: blocks 0 and 2 of one value per
+    row (block 0 with a row of -0.0s), block 1 of several, block 3 empty, block 4 one value
+    per row but a row of 0.0 and -0.0 (not one value, to the bit)."""
     indptr, indices = awkward_csr(rng)
     n = len(indptr) - 1
     lengths = np.diff(indptr)
