@@ -157,41 +157,40 @@ def section_out_of_core(args):
           f"{args.repeats} passes in each of {args.rounds} alternating rounds")
     print(f"{'store':<34}{'GB':>7}{'B/nnz':>7}{'pass s':>9}{'GB/s':>7}{'x disk':>8}"
           f"{'x plain':>9}")
-    bin_ = os.path.join(ROOT, "..", "shared", "bin")
     made = []
     try:
         for plain in args.ooc_store:
-            stores = [plain]
+            twins = [plain]
             if args.binary:
-                stores.append(binary_twin(plain, plain[:-3] + "-binary.h5"))
-                made.append(stores[-1])
-            for path in list(stores):
-                with Store(path) as store:
-                    lean = path[:-3] + "-lean.h5"
-                    write_store(lean, store, encoding="lean", overwrite=True)
-                made.append(lean)
-                stores.append(lean)
-            for path in stores[:1 + args.binary]:
+                twins.append(binary_twin(plain, plain[:-3] + "-binary.h5"))
+                made.append(twins[-1])
+            for path in twins:
                 lean = path[:-3] + "-lean.h5"
                 with Store(path) as store:
+                    write_store(lean, store, encoding="lean", overwrite=True)
                     nnz = store.nnz
-                best = {path: [], lean: []}
-                for _ in range(args.rounds):
-                    for p in (path, lean):
-                        subprocess.run([os.path.join(bin_, "evict"), p], check=True)
-                        best[p].append(float(run_capped(args.cap_mb, _PASSES, p,
-                                                        args.repeats)[0]))
-                subprocess.run([os.path.join(bin_, "evict"), path], check=True)
-                disk = float(run_capped(args.cap_mb, _READ, path)[0])
-                for p in (path, lean):
-                    size, seconds = os.path.getsize(p), min(best[p])
-                    print(f"{os.path.basename(p):<34}{size / 1e9:>7.2f}{size / nnz:>7.2f}"
-                          f"{seconds:>9.2f}{size / seconds / 1e9:>7.2f}"
-                          f"{size / seconds / disk:>8.2f}{seconds / min(best[path]):>9.2f}")
-                print(f"  disk read rate {disk / 1e9:.2f} GB/s (the plain store, evicted, same cap)")
+                made.append(lean)
+                compare_passes(args, path, lean, nnz)
     finally:
         for path in made:
             os.unlink(path)
+
+
+def compare_passes(args, plain, lean, nnz):
+    """Print the best pass of each store over ``args.rounds`` alternating capped rounds."""
+    best = {plain: [], lean: []}
+    for _ in range(args.rounds):
+        for path in (plain, lean):
+            subprocess.run([os.path.join(BIN, "evict"), path], check=True)
+            best[path].append(float(run_capped(args.cap_mb, _PASSES, path, args.repeats)[0]))
+    subprocess.run([os.path.join(BIN, "evict"), plain], check=True)
+    disk = float(run_capped(args.cap_mb, _READ, plain)[0])
+    for path in (plain, lean):
+        size, seconds = os.path.getsize(path), min(best[path])
+        print(f"{os.path.basename(path):<34}{size / 1e9:>7.2f}{size / nnz:>7.2f}{seconds:>9.2f}"
+              f"{size / seconds / 1e9:>7.2f}{size / seconds / disk:>8.2f}"
+              f"{seconds / min(best[plain]):>9.2f}")
+    print(f"  disk read rate {disk / 1e9:.2f} GB/s (the plain store, evicted, same cap)")
 
 
 def main(argv=None):
