@@ -4,8 +4,9 @@ Prints, on one training file:
   (a) seconds per SGD epoch (hinge, alpha = lambda, no intercept) of ours (all threads, and
       one thread) against scikit-learn's SGDClassifier on the same in-memory matrix, in
       --rounds rounds that run the three one after the other: the best of the rounds, the
-      ratio, and each round's own ratio; against one thread's X w on that matrix, the dots
-      every epoch computes (a floor);
+      ratio, and each round's own ratio; against the dots every epoch computes on that
+      matrix: one thread's X w in storage order and in a random row order (floors), and the
+      random order cut between all threads (the floor of an exact split of an epoch's dots);
   (b) (with --ooc STORE) seconds per SGD epoch from a store evicted from the page cache,
       under ../shared/bin/run-capped with --cap-mb, with the store's size over the cap and
       the peak memory;
@@ -26,6 +27,7 @@ import tempfile
 import time
 import warnings
 
+import numba
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -33,6 +35,7 @@ sys.path.insert(0, ROOT)
 
 from streamssvm import ConvergenceWarning, OnlineTrainer, convert_svmlight  # noqa: E402
 from streamssvm.data import InMemorySource, Store  # noqa: E402
+from streamssvm.kernels.linear import _share, prefetch_rows, row_dot  # noqa: E402
 from streamssvm.objective import SmoothSVMObjective  # noqa: E402
 from streamssvm.solvers import SOLVERS, STOCHASTIC  # noqa: E402
 
@@ -74,22 +77,36 @@ def sgd_epochs(X, y, lam, epochs, rounds):
     return times, ours.model().score(X, y), theirs.score(X, y)
 
 
-def dot_floor(X, repeats):
-    """Seconds of one thread's X w over the matrix (best of ``repeats``): every epoch of
-    SGD computes these dots, one row after the other."""
-    import numba
-
+def dot_floor(X, repeats, order=None, threads=1):
+    """Seconds (best of ``repeats``) of the dots x_i.w of every row on ``threads`` threads:
+    X w in storage order, or, given ``order``, in that order, cut into ``threads`` equal
+    ranges. An epoch of SGD computes these dots in a random order, one row after the other;
+    cut between threads, they bound what any exact split of an epoch's dots can reach."""
     from streamssvm import kernels
 
     w, out = np.random.default_rng(0).standard_normal(X.shape[1]), np.empty(X.shape[0])
-    numba.set_num_threads(1)
+    numba.set_num_threads(threads)
     times = []
     for _ in range(repeats + 1):  # the first compiles or loads the kernel
         start = time.perf_counter()
-        kernels.decision(X.indptr, X.indices, X.data, w, 0.0, out)
+        if order is None:
+            kernels.decision(X.indptr, X.indices, X.data, w, 0.0, out)
+        else:
+            _dots_in_order(X.indptr, X.indices, X.data, order, w, threads, out)
         times.append(time.perf_counter() - start)
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     return min(times[1:])
+
+
+@numba.njit(parallel=True)
+def _dots_in_order(indptr, indices, data, order, w, n_parts, out):
+    """out[order[pos]] = x.w, the positions cut into ``n_parts`` ranges run in parallel,
+    with the prefetch of SGD's kernels."""
+    for t in numba.prange(n_parts):
+        lo, hi = _share(order.shape[0], t, n_parts)
+        for pos in range(lo, hi):
+            prefetch_rows(indptr, indices, data, order, pos, w)
+            out[order[pos]] = row_dot(indptr, indices, data, order[pos], w)
 
 
 def ooc_epoch(store, cap_mb, lam, epochs):
@@ -187,8 +204,15 @@ def main(argv=None):
             print(f"    {name} / scikit-learn in each round: "
                   + " ".join(f"{r:.2f}" for r in ratios) + f", median {np.median(ratios):.2f}")
         floor = dot_floor(X, args.epochs)
-        print(f"    floor: one thread's X w (the dots an epoch cannot skip) {floor:.4f} s; "
-              f"ours {best['ours'] / floor:.2f}x it, scikit-learn {theirs / floor:.2f}x")
+        order = np.random.default_rng(0).permutation(X.shape[0])
+        shuffled = dot_floor(X, args.epochs, order)
+        threads = numba.config.NUMBA_NUM_THREADS
+        split = dot_floor(X, args.epochs, order, threads)
+        print(f"    floors, one thread: X w (the dots an epoch cannot skip) {floor:.4f} s, in a "
+              f"random row order {shuffled:.4f} s ({shuffled / theirs:.2f}x scikit-learn); ours "
+              f"{best['ours 1 thread'] / shuffled:.2f}x the latter on one thread")
+        print(f"    {threads} threads' dots in that order (an exact split's floor) {split:.4f} s, "
+              f"{split / theirs:.2f}x scikit-learn; ours on {threads} threads {best['ours'] / split:.2f}x it")
     if "b" in sections and args.ooc:
         size_mb = os.path.getsize(args.ooc) / 2**20
         seconds, peak = ooc_epoch(args.ooc, args.cap_mb, args.lam, 1)
