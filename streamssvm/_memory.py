@@ -1,6 +1,9 @@
-"""How much memory this process may still use: the machine's and its cgroup's limit."""
+"""How much memory this process may still use: the machine's and its cgroup's limit, with what
+its allocator holds free handed back first."""
 
+import ctypes
 import os
+import sys
 
 
 def _read_int(path):
@@ -53,8 +56,38 @@ def _cgroup_headroom():
     return None
 
 
+def _malloc_trim():
+    """glibc's malloc_trim, or None (another C library, or not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+_TRIM = _malloc_trim()
+
+
+def release_free_memory():
+    """Hand the memory that the C allocator holds free back to the system.
+
+    glibc keeps what a process frees below its mmap threshold (which rises to 32 MB: a
+    store's blocks, shuffle windows, d-vectors) in the arena of the thread that allocated
+    it, and the system counts it as the process's. Trainings one after the other in one
+    process each found less memory free: TRON, Newton, subsampled Newton and SDCA in turn
+    (3 iterations each) on a 2.1 GB store under a 500 MB cap left 184-328 MB resident
+    and 313, 169, 186, 180 MB free for the next; with this before each measure, 87-103 MB
+    and 411, 408, 392, 394 MB (a trim takes 1-13 ms)."""
+    if _TRIM is not None:
+        _TRIM(0)
+
+
 def available_memory_bytes():
-    """Bytes this process can still allocate without swapping or hitting its cgroup cap."""
+    """Bytes this process can still allocate without swapping or hitting its cgroup cap,
+    after :func:`release_free_memory` (so that the memory that earlier work freed counts
+    as free)."""
+    release_free_memory()
     available = None
     try:
         with open("/proc/meminfo") as fh:

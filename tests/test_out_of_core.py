@@ -5,6 +5,7 @@ The store is evicted from the page cache and trained in a child process under
 """
 
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -112,3 +113,32 @@ def test_page_cache_of_a_streamed_file_leaves_headroom(tmp_path):
     peak = int(next(t for t in proc.stderr.split() if t.startswith("peak_mb=")).split("=")[1])
     assert peak >= 0.9 * CAP_MB  # the cache did fill the cap ...
     assert int(proc.stdout) >= CAP_MB / 4 * 2 ** 20  # ... and counts as room
+
+
+FREED = """
+import numpy as np
+from streamssvm._memory import available_memory_bytes
+
+def resident_mb():
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) >> 10 for line in fh if line.startswith("RssAnon"))
+
+chunks = [np.ones(8192) for _ in range(3200)]  # 200 MB in 64 KB pieces: the heap's
+top = np.ones(8192)  # above them, so that free() cannot give the heap's end back itself
+del chunks
+before = resident_mb()
+available_memory_bytes()
+print(before, resident_mb())
+"""
+
+
+@pytest.mark.skipif(not (sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"),
+                    reason="glibc's allocator, /proc/self/status")
+def test_memory_freed_by_earlier_work_counts_as_available():
+    """What a process freed but its allocator kept (earlier trainings' blocks) is handed
+    back before the free memory is measured, so the next training's budgets can use it."""
+    proc = subprocess.run([sys.executable, "-c", FREED], capture_output=True, text=True,
+                          check=True)
+    before, after = map(int, proc.stdout.split())
+    assert before >= 200
+    assert after <= before - 150
