@@ -1,5 +1,5 @@
 """How much memory this process may still use: the machine's and its cgroup's limit, with what
-its allocator holds free handed back first."""
+its allocator holds free handed back when that is a noticeable part of it."""
 
 import ctypes
 import os
@@ -56,38 +56,41 @@ def _cgroup_headroom():
     return None
 
 
-def _malloc_trim():
-    """glibc's malloc_trim, or None (another C library, or not Linux)."""
+_SIZE_FIELDS = ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+                "uordblks", "fordblks", "keepcost")
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in _SIZE_FIELDS]
+
+
+class _MallInfo(ctypes.Structure):  # glibc < 2.33: int fields, read unsigned (< 4 GB)
+    _fields_ = [(name, ctypes.c_uint) for name in _SIZE_FIELDS]
+
+
+def _glibc_allocator():
+    """(malloc_trim, mallinfo) of glibc, or None (another C library, or not Linux)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        return ctypes.CDLL(None).malloc_trim
+        libc = ctypes.CDLL(None)
+        trim = libc.malloc_trim
+        if hasattr(libc, "mallinfo2"):
+            info = libc.mallinfo2
+            info.restype = _MallInfo2
+        else:
+            info = libc.mallinfo
+            info.restype = _MallInfo
     except (OSError, AttributeError):
         return None
+    return trim, info
 
 
-_TRIM = _malloc_trim()
+_GLIBC = _glibc_allocator()
 
 
-def release_free_memory():
-    """Hand the memory that the C allocator holds free back to the system.
-
-    glibc keeps what a process frees below its mmap threshold (which rises to 32 MB: a
-    store's blocks, shuffle windows, d-vectors) in the arena of the thread that allocated
-    it, and the system counts it as the process's. Trainings one after the other in one
-    process each found less memory free: TRON, Newton, subsampled Newton and SDCA in turn
-    (3 iterations each) on a 2.1 GB store under a 500 MB cap left 184-328 MB resident
-    and 313, 169, 186, 180 MB free for the next; with this before each measure, 87-103 MB
-    and 411, 408, 392, 394 MB (a trim takes 1-13 ms)."""
-    if _TRIM is not None:
-        _TRIM(0)
-
-
-def available_memory_bytes():
-    """Bytes this process can still allocate without swapping or hitting its cgroup cap,
-    after :func:`release_free_memory` (so that the memory that earlier work freed counts
-    as free)."""
-    release_free_memory()
+def _memory_free():
+    """MemAvailable, or the cgroup's headroom if smaller (1 GB if neither is known)."""
     available = None
     try:
         with open("/proc/meminfo") as fh:
@@ -99,3 +102,26 @@ def available_memory_bytes():
     headroom = _cgroup_headroom()
     candidates = [v for v in (available, headroom) if v is not None]
     return min(candidates) if candidates else 1 << 30
+
+
+def available_memory_bytes():
+    """Bytes this process can still allocate without swapping or hitting its cgroup cap.
+
+    Memory that the process freed but its allocator kept counts as free: glibc keeps what
+    is freed below its mmap threshold (which rises to 32 MB: a store's blocks, shuffle
+    windows, d-vectors) in the arena of the thread that allocated it, and the system
+    counts it as the process's. When what glibc holds free exceeds a sixteenth of the
+    free memory (then the budgets made from it, a quarter or an eighth, would shrink
+    noticeably), it is handed back first (malloc_trim). TRON, Newton, subsampled Newton
+    and SDCA in turn in one process (3 iterations each, a 2.1 GB store, 500 MB cap) left
+    184-328 MB resident and 313, 169, 186, 180 MB free for the next; so, 89-119 MB and
+    406, 408, 370, 378 MB. Handed back whatever its size, small runs paid for it: a9a,
+    Newton, 46 ms against 38 (medians of 15), faulting in again what the run before had
+    freed; so, 52.8 against 53.1 ms."""
+    free = _memory_free()
+    if _GLIBC is not None:
+        trim, info = _GLIBC
+        if info().fordblks > free // 16:
+            trim(0)
+            free = _memory_free()
+    return free
