@@ -114,10 +114,10 @@ def available_memory_bytes():
     free memory (then the budgets made from it, a quarter or an eighth, would shrink
     noticeably), it is handed back first (malloc_trim). TRON, Newton, subsampled Newton
     and SDCA in turn in one process (3 iterations each, a 2.1 GB store, 500 MB cap) left
-    184-328 MB resident and 313, 169, 186, 180 MB free for the next; so, 89-119 MB and
-    406, 408, 370, 378 MB. Handed back whatever its size, small runs paid for it: a9a,
-    Newton, 46 ms against 38 (medians of 15), faulting in again what the run before had
-    freed; so, 52.8 against 53.1 ms."""
+    184-328 MB resident and 313, 169, 186, 180 MB free for the next; with this rule,
+    89-119 MB and 406, 408, 370, 378 MB. Handed back whatever its size, small runs paid
+    for it, faulting in again what the run before had freed: a9a, Newton, 46 ms against
+    38 (medians of 15); with this rule, 52.8 against 53.1 ms."""
     free = _memory_free()
     if _GLIBC is not None:
         trim, info = _GLIBC
