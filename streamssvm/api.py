@@ -11,7 +11,7 @@ from .data import BlockSource, InMemorySource, Store, StoreSet
 from .model import Model
 from .objective import SmoothSVMObjective
 from .losses import get_loss
-from .solvers import SOLVERS, STOCHASTIC, choose_solver
+from .solvers import HESSIAN_PRODUCTS, SOLVERS, STOCHASTIC, choose_solver
 from .solvers.checkpoint import Checkpoint
 
 
@@ -157,12 +157,16 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
             raise ValueError(f"checkpoints work with the solvers {', '.join(able)}, without "
                              f"sigma_path")
         history, passes, seconds, cached_sweeps = [], 0, 0.0, 0
+        # the rows with curvature, copied at every evaluation, serve only Hessian products:
+        # SDCA's evaluations on a 2.1 GB store under a 500 MB cap peaked at 391 MB with
+        # them, 315 MB without
+        cache_curved = "auto" if solver in HESSIAN_PRODUCTS else False
         for width in [*sigma_path, sigma]:
             objective = make_objective(
                 source, loss, lam, sigma=width, fit_intercept=fit_intercept,
                 intercept_scaling=intercept_scaling, n_threads=n_threads,
                 progress=progress and source.nnz > 20_000_000, sample_weight=sample_weight,
-                hold=hold)
+                hold=hold, cache_curved=cache_curved)
             if checkpoint is not None:
                 problem = dict(data=[source.name, source.n_samples, source.n_features,
                                      source.nnz], loss=objective.loss.spec, lam=lam,

@@ -17,7 +17,7 @@ from streamssvm.data import InMemorySource, Store, StoreError, write_store
 from streamssvm.kernels import stochastic as sk
 from streamssvm.losses import LOSS_NAMES, get_loss
 from streamssvm.objective import SmoothSVMObjective, smooth_svm
-from streamssvm.solvers import SOLVERS, ConvergenceWarning, choose_solver, sdca
+from streamssvm.solvers import HESSIAN_PRODUCTS, SOLVERS, ConvergenceWarning, choose_solver, sdca
 from streamssvm.solvers.sdca import dual_objective
 from streamssvm.solvers.sgd import PIPELINE_NNZ
 from streamssvm.solvers.stochastic import per_sample_array
@@ -560,3 +560,25 @@ def test_pipelined_sgd_kernel_runs_on_one_thread():
         numba.set_num_threads(threads)
     np.testing.assert_array_equal(*results)
     assert np.any(results[0] != 0)
+
+
+def test_only_hessian_solvers_copy_the_curved_rows(data, tmp_path, monkeypatch):
+    """train_stream has evaluations copy the rows with curvature into memory (for the
+    Hessian products) only for the solvers that take them."""
+    path = tmp_path / "a9a.h5"
+    write_store(path, _source(data, block_rows=300))
+    copies = []
+    gather = streamssvm.kernels.gather_curved_rows
+
+    def counted(*args):
+        copies.append(1)
+        return gather(*args)
+
+    monkeypatch.setattr(streamssvm.kernels, "gather_curved_rows", counted)
+    for solver in SOLVERS:
+        copies.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            streamssvm.train_stream(str(path), loss="logistic", lam=LAM, solver=solver,
+                                    max_iter=2, hold=False, progress=False)
+        assert bool(copies) == (solver in HESSIAN_PRODUCTS), solver

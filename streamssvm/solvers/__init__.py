@@ -18,6 +18,7 @@ from .tron import tron
 SOLVERS = {"tron": tron, "newton": newton, "lbfgs": lbfgs, "gd": gd, "agd": agd, "sgd": sgd,
            "pegasos": pegasos, "svrg": svrg, "saga": saga, "sdca": sdca}
 STOCHASTIC = ("sgd", "pegasos", "svrg", "saga", "sdca")
+HESSIAN_PRODUCTS = ("tron", "newton")  # the solvers that call hessp / hess_diag
 
 
 # solver="auto": SDCA when n_features >= n_samples * min(WIDE, CURVED / sqrt(sup psi'')),
@@ -53,5 +54,6 @@ def choose_solver(loss, n_samples, n_features, fit_intercept=False, weighted=Fal
     return "sdca" if n_features >= wide * n_samples else "newton"
 
 
-__all__ = ["SOLVERS", "STOCHASTIC", "ConvergenceWarning", "choose_solver", "SolverResult", "agd",
-           "gd", "lbfgs", "newton", "pegasos", "saga", "sdca", "sgd", "svrg", "tron"]
+__all__ = ["HESSIAN_PRODUCTS", "SOLVERS", "STOCHASTIC", "ConvergenceWarning", "choose_solver",
+           "SolverResult", "agd", "gd", "lbfgs", "newton", "pegasos", "saga", "sdca", "sgd",
+           "svrg", "tron"]
