@@ -94,7 +94,8 @@ class SmoothSVMObjective:
         Keep the rows with curvature in memory for ``hessp``. "auto": always for sources
         whose passes read a file (``not source.in_memory``); for in-memory sources when at
         most half the rows have curvature (then the compact copy makes CG steps cheaper
-        than the sparse matrix). Not used while the data is held (``hold``).
+        than the sparse matrix). Not used while the data is held (``hold``). Solvers that
+        take no Hessian products never use the copy: ``train_stream`` turns it off for them.
     cache_bytes : int, optional
         Memory for that copy, or for the data held by ``hold`` (default a quarter of what
         the process may still use).
