@@ -411,6 +411,81 @@ def test_column_kernels_equal_scipy(n_parts):
         assert out[420] == pytest.approx(0.5 * (4.0 if squared else 2.0) * u.sum(), rel=1e-13)
 
 
+@pytest.mark.parametrize("n_parts", [1, 2, 3, 7])
+def test_curved_columns_are_the_transpose_of_the_curved_rows(n_parts):
+    """curved_columns keeps, in order, the entries of the rows with curvature: single
+    columns so kept, multi columns with any such entry (one or more), the rest empty;
+    written again into the same arrays for another curvature, larger or smaller."""
+    rng = np.random.default_rng(42)
+    X = sp.random(80, 500, density=0.01, random_state=43, format="csr")  # many single
+    X = sp.hstack([X, sp.random(80, 30, density=0.4, random_state=44),
+                   sp.csr_matrix((80, 3))]).tocsr()
+    columns = kernels.transpose(X.indptr, X.indices, X.data, X.shape[1], n_parts)
+    out = tuple(np.empty_like(a) for a in columns[:-1]) + (np.empty(X.shape[1], np.int64),)
+    lengths = np.diff(X.tocsc().indptr)
+    for fraction in (0.6, 0.1, 0.0, 1.0, 0.3):
+        curvature = np.where(rng.random(80) < fraction, rng.uniform(0.5, 2.0, 80), 0.0)
+        single, single_rows, single_values, multi, multi_ptr, multi_rows, multi_values, empty = (
+            kernels.curved_columns(columns, curvature, n_parts, out))
+        expected = sp.csc_matrix(sp.diags((curvature != 0).astype(float)) @ X)
+        expected.eliminate_zeros()
+        expected.sort_indices()
+        kept = np.diff(expected.indptr)
+        np.testing.assert_array_equal(single, np.flatnonzero((lengths == 1) & (kept == 1)))
+        np.testing.assert_array_equal(multi, np.flatnonzero((lengths > 1) & (kept > 0)))
+        np.testing.assert_array_equal(np.sort(empty), np.flatnonzero(kept == 0))
+        np.testing.assert_array_equal(single_rows, expected.indices[expected.indptr[single]])
+        np.testing.assert_array_equal(single_values, expected.data[expected.indptr[single]])
+        np.testing.assert_array_equal(np.diff(multi_ptr), kept[multi])
+        assert multi_ptr[0] == 0
+        for c, j in enumerate(multi):
+            entries = slice(expected.indptr[j], expected.indptr[j + 1])
+            np.testing.assert_array_equal(multi_rows[multi_ptr[c]:multi_ptr[c + 1]],
+                                          expected.indices[entries])
+            np.testing.assert_array_equal(multi_values[multi_ptr[c]:multi_ptr[c + 1]],
+                                          expected.data[entries])
+
+
+@pytest.mark.parametrize("shape", [(60, 400), (400, 60)], ids=["wide", "tall"])
+def test_held_products_from_the_curved_rows_columns(shape, monkeypatch):
+    """Held data: a state's second Hessian product copies the columns of its curved rows
+    (at most 3/4 of the rows curved), and every product equals the dense X^T D X s; a new
+    state, a subsampled one included, is not served the last state's copy."""
+    made = []
+    real = kernels.curved_columns
+    monkeypatch.setattr(kernels, "curved_columns",
+                        lambda *args: made.append(1) or real(*args))
+    X, y = random_problem(n=shape[0], d=shape[1], density=0.1, seed=45)
+    lam, bias = 1e-2, 1.5
+    obj = SmoothSVMObjective(InMemorySource(X, y), "psi_g", lam=lam, sigma=2.0 ** -3,
+                             fit_intercept=True, intercept_scaling=bias, hold=True)
+    rng = np.random.default_rng(46)
+    for step in range(3):
+        w = point(obj, seed=47 + step, scale=0.3)
+        state = obj.evaluate(w)
+        assert 0 < 4 * np.count_nonzero(state.curvature) <= 3 * obj.n_samples
+        hess = reference(X, np.where(y > 0, 1.0, -1.0), "psi_g", 2.0 ** -3, lam, bias, w)[2]
+        states = [(state, hess)]
+        sampled = obj.subsampled(state, 0.5, rng)
+        Z = augmented(X, bias)
+        states.append((sampled, lam * np.diag(np.r_[np.ones(X.shape[1]), 0.0])
+                       + Z.T @ sp.diags(sampled.curvature) @ Z / X.shape[0]))
+        for at, expected in states:
+            before = len(made)
+            for k in range(3):
+                s = rng.normal(size=obj.n_variables)
+                assert_close_vec(obj.hessp(at, s), expected @ s, 1e-12)
+                assert len(made) - before == (k >= 1)
+    # most rows curved: products read the whole transpose
+    curved = obj.evaluate(np.zeros(obj.n_variables))
+    assert np.all(curved.curvature != 0)
+    before = len(made)
+    for _ in range(3):
+        s = rng.normal(size=obj.n_variables)
+        obj.hessp(curved, s)
+    assert len(made) == before
+
+
 def test_evaluate_takes_the_rows_way_while_the_columns_are_made():
     """While an executor makes the transpose (make_columns), evaluate does not wait for it
     nor make it: it scatters X^T by rows, the same state up to rounding. After
