@@ -18,7 +18,7 @@ from streamssvm import kernels
 from streamssvm.data import InMemorySource, Store
 from streamssvm.data import store
 from streamssvm.losses import get_loss
-from streamssvm.objective import SmoothSVMObjective
+from streamssvm.objective import SmoothSVMObjective, smooth_svm
 
 
 LOSSES = [
@@ -448,41 +448,40 @@ def test_curved_columns_are_the_transpose_of_the_curved_rows(n_parts):
 
 @pytest.mark.parametrize("shape", [(60, 400), (400, 60)], ids=["wide", "tall"])
 def test_held_products_from_the_curved_rows_columns(shape, monkeypatch):
-    """Held data: a state's second Hessian product copies the columns of its curved rows
-    (at most 3/4 of the rows curved), and every product equals the dense X^T D X s; a new
-    state, a subsampled one included, is not served the last state's copy."""
+    """Held data: a state's Hessian products copy the columns of its curved rows (at most
+    3/4 of the rows curved) at its COPY_AT-th product, or at its second when the state
+    before took COPY_AT or more, a subsampled state included; every product equals the
+    dense X^T D X s, before and after the copy, and no state is served another's copy."""
     made = []
     real = kernels.curved_columns
     monkeypatch.setattr(kernels, "curved_columns",
                         lambda *args: made.append(1) or real(*args))
     X, y = random_problem(n=shape[0], d=shape[1], density=0.1, seed=45)
-    lam, bias = 1e-2, 1.5
+    lam, bias, copy_at = 1e-2, 1.5, smooth_svm.COPY_AT
     obj = SmoothSVMObjective(InMemorySource(X, y), "psi_g", lam=lam, sigma=2.0 ** -3,
                              fit_intercept=True, intercept_scaling=bias, hold=True)
+    Z = augmented(X, bias)
+    regulariser = lam * np.diag(np.r_[np.ones(X.shape[1]), 0.0])
     rng = np.random.default_rng(46)
-    for step in range(3):
-        w = point(obj, seed=47 + step, scale=0.3)
-        state = obj.evaluate(w)
+    # (products taken, the one that copies): the first state has none before it
+    plan = iter([(copy_at + 1, copy_at), (3, 2), (copy_at, copy_at), (2, 2)])
+    for step in range(2):
+        state = obj.evaluate(point(obj, seed=47 + step, scale=0.3))
         assert 0 < 4 * np.count_nonzero(state.curvature) <= 3 * obj.n_samples
-        hess = reference(X, np.where(y > 0, 1.0, -1.0), "psi_g", 2.0 ** -3, lam, bias, w)[2]
-        states = [(state, hess)]
-        sampled = obj.subsampled(state, 0.5, rng)
-        Z = augmented(X, bias)
-        states.append((sampled, lam * np.diag(np.r_[np.ones(X.shape[1]), 0.0])
-                       + Z.T @ sp.diags(sampled.curvature) @ Z / X.shape[0]))
-        for at, expected in states:
+        for at in (state, obj.subsampled(state, 0.5, rng)):
+            hess = regulariser + Z.T @ sp.diags(at.curvature) @ Z / X.shape[0]
+            products, copies_at = next(plan)
             before = len(made)
-            for k in range(3):
+            for k in range(1, products + 1):
                 s = rng.normal(size=obj.n_variables)
-                assert_close_vec(obj.hessp(at, s), expected @ s, 1e-12)
-                assert len(made) - before == (k >= 1)
+                assert_close_vec(obj.hessp(at, s), hess @ s, 1e-12)
+                assert len(made) - before == (k >= copies_at)
     # most rows curved: products read the whole transpose
     curved = obj.evaluate(np.zeros(obj.n_variables))
     assert np.all(curved.curvature != 0)
     before = len(made)
-    for _ in range(3):
-        s = rng.normal(size=obj.n_variables)
-        obj.hessp(curved, s)
+    for _ in range(copy_at + 1):
+        obj.hessp(curved, rng.normal(size=obj.n_variables))
     assert len(made) == before
 
 

@@ -31,9 +31,9 @@ rows, the gradient, Hessian products and diagonal as column sums X^T v, which th
 compute without a d-vector each (a scatter into per-thread vectors is bound by scattered
 memory traffic; on news20 the column sums made a Hessian-vector product 2-3x faster on 2
 cores). On wide data (fewer rows than columns) the products X v are taken by columns too
-(see ``_wide``). From a state's second Hessian product on, those read a copy of the
-columns restricted to the rows with curvature (see ``_curved_columns``). Streaming stays
-the path for data that does not fit.
+(see ``_wide``). Once a state's CG solve proves long, its Hessian products read a copy
+of the columns restricted to the rows with curvature (see ``_curved_columns``).
+Streaming stays the path for data that does not fit.
 """
 
 import dataclasses
@@ -55,6 +55,9 @@ _PASS_LOCK = threading.Lock()
 # fit the ~210 MB a process finds free under a 500 MB memory cap, so capped runs keep the
 # seed's order
 SHUFFLE_BYTES = 32 << 20
+# the Hessian product at a state from which held data's products read only its curved rows
+# (see SmoothSVMObjective._curved_columns)
+COPY_AT = 5
 
 
 @dataclass
@@ -152,9 +155,11 @@ class SmoothSVMObjective:
         self.hold = hold
         self._held = None  # [Block of all rows, its transpose or None] once read; False: streamed
         self._columns_pending = None  # a Future of the transpose (see make_columns)
-        # the held transpose of the rows with curvature (see _curved_columns): the curvature
-        # it is for, itself (None: not made yet) and the arrays it is written into
-        self._curved_of, self._curved, self._curved_out = None, None, None
+        # Hessian products of held data (see _curved_columns): the curvature of their
+        # state, how many were taken at it, the one at which to copy the curved rows'
+        # columns, the columns they read and the arrays such a copy is written into
+        self._curved_of, self._products_at, self._copy_at = None, 0, COPY_AT
+        self._curved, self._curved_out = None, None
         self._window_warned = False
         self.cache_bytes = available_memory_bytes() // 4 if cache_bytes is None else int(cache_bytes)
         self.passes = 0
@@ -258,26 +263,30 @@ class SmoothSVMObjective:
         return out
 
     def _curved_columns(self, state, columns):
-        """The held transpose ``columns`` of the rows with curvature at ``state`` alone,
-        made at its second Hessian product if at most 3/4 of the rows have curvature, so
-        that products read only their entries (news20, squared hinge, TRON: most CG steps
-        have 42-48% of the rows curved; a product 12-14 -> 8-9 ms, the copy 13 ms); else
-        ``columns`` itself. The copy is written over the last one, into arrays as large as
+        """The columns a Hessian product at ``state`` reads: the held transpose
+        ``columns`` or, if at most 3/4 of the rows have curvature, from one of the state's
+        products on, a copy of it restricted to those rows. On news20 a product took
+        11.8 ms from the transpose and 8.3 ms from the copy (squared hinge, 42-48% of the
+        rows curved), 7.9 and 4.4 ms at 10%; a copy costs 13-15 ms, what about four
+        products save. So it is made at a state's second product if the state before
+        took at least ``COPY_AT`` products (CG's solves grow longer as Newton's steps
+        converge), else at its ``COPY_AT``-th, when the solve has proved long: TRON's
+        solves of 12 and 22 CG steps on the squared hinge copy early, psi_G's of 2-4 at
+        small sigma never. The copy is written over the last one, into arrays as large as
         the transpose, of which it touches only what it needs: the room the transpose's
         scratch took while it was made, which ``hold`` budgets."""
         curvature = state.curvature
-        if self._curved_of is not curvature:  # a new state: its first product
-            self._curved_of, self._curved = curvature, None
-            return columns
-        if self._curved is None:
-            if 4 * np.count_nonzero(curvature) > 3 * self.n_samples:
-                self._curved = columns
-            else:
-                if self._curved_out is None:
-                    self._curved_out = (tuple(np.empty_like(a) for a in columns[:-1])
-                                        + (np.empty(self.n_features, np.int64),))
-                self._curved = kernels.curved_columns(columns, curvature, self.n_threads,
-                                                      self._curved_out)
+        if self._curved_of is not curvature:  # a new state
+            self._copy_at = 2 if self._products_at >= COPY_AT else COPY_AT
+            self._curved_of, self._products_at, self._curved = curvature, 0, columns
+        self._products_at += 1
+        if (self._products_at == self._copy_at
+                and 4 * np.count_nonzero(curvature) <= 3 * self.n_samples):
+            if self._curved_out is None:
+                self._curved_out = (tuple(np.empty_like(a) for a in columns[:-1])
+                                    + (np.empty(self.n_features, np.int64),))
+            self._curved = kernels.curved_columns(columns, curvature, self.n_threads,
+                                                  self._curved_out)
         return self._curved
 
     @property
