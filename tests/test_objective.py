@@ -485,6 +485,35 @@ def test_held_products_from_the_curved_rows_columns(shape, monkeypatch):
     assert len(made) == before
 
 
+def test_no_copy_of_the_curved_rows_columns_without_the_memory(monkeypatch):
+    """When a quarter of the memory left cannot hold the copy's arrays, products read the
+    whole held transpose, with the same results, and the copy is tried again at the next
+    state (the memory measure is the one thing replaced here)."""
+    made = []
+    real = kernels.curved_columns
+    monkeypatch.setattr(kernels, "curved_columns",
+                        lambda *args: made.append(1) or real(*args))
+    X, y = random_problem(n=60, d=400, density=0.1, seed=48)
+    obj = SmoothSVMObjective(InMemorySource(X, y), "psi_g", lam=1e-2, sigma=2.0 ** -3,
+                             hold=True)
+    rng = np.random.default_rng(49)
+    state = obj.evaluate(point(obj, seed=50, scale=0.3))
+    assert 4 * np.count_nonzero(state.curvature) <= 3 * obj.n_samples
+    hess = (1e-2 * np.eye(X.shape[1])
+            + X.T.toarray() @ np.diag(state.curvature) @ X.toarray() / X.shape[0])
+    free = [0]
+    monkeypatch.setattr(smooth_svm, "available_memory_bytes", lambda: free[0])
+    for _ in range(smooth_svm.COPY_AT + 1):
+        s = rng.normal(size=obj.n_variables)
+        assert_close_vec(obj.hessp(state, s), hess @ s, 1e-12)
+    assert made == []
+    free[0] = 1 << 40
+    state = obj.evaluate(point(obj, seed=51, scale=0.3))
+    for _ in range(2):
+        obj.hessp(state, rng.normal(size=obj.n_variables))
+    assert made == [1]  # the state before took COPY_AT + 1 products: copied at the second
+
+
 def test_evaluate_takes_the_rows_way_while_the_columns_are_made():
     """While an executor makes the transpose (make_columns), evaluate does not wait for it
     nor make it: it scatters X^T by rows, the same state up to rounding. After
