@@ -462,7 +462,7 @@ def _curved_place(single, single_rows, single_values, multi, multi_ptr, multi_ro
 
     Whether a row has curvature is a coin toss to the branch predictor: every entry is
     written where a kept one would go, and the position moves on if it is kept (news20,
-    half the rows curved, two threads: 21-27 -> 8.5-8.9 ms), guarded so that no range
+    half the rows curved, two threads: 21-27 -> 8.1-8.9 ms), guarded so that no range
     writes into the next's."""
     n_parts = bounds.shape[0] - 1
     for t in prange(n_parts):
