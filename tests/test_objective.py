@@ -381,9 +381,17 @@ def test_transpose_of_a_block_with_an_offset(n_parts, bucket_bits):
     np.testing.assert_array_equal(multi, np.flatnonzero(lengths > 1))
     np.testing.assert_array_equal(empty, np.flatnonzero(lengths == 0))
     assert len(single) == 8 and len(empty) >= 3
+    assert_entries_as_csc(columns, expected)
+
+
+def assert_entries_as_csc(columns, expected):
+    """The single and multi columns of ``columns`` (:func:`kernels.transpose`'s tuple) hold
+    the rows and values of those columns of ``expected`` (CSC, indices sorted)."""
+    single, single_rows, single_values, multi, multi_ptr, multi_rows, multi_values, _ = columns
     np.testing.assert_array_equal(single_rows, expected.indices[expected.indptr[single]])
     np.testing.assert_array_equal(single_values, expected.data[expected.indptr[single]])
-    np.testing.assert_array_equal(np.diff(multi_ptr), lengths[multi])
+    assert multi_ptr[0] == 0
+    np.testing.assert_array_equal(np.diff(multi_ptr), np.diff(expected.indptr)[multi])
     for c, j in enumerate(multi):
         entries = slice(expected.indptr[j], expected.indptr[j + 1])
         np.testing.assert_array_equal(multi_rows[multi_ptr[c]:multi_ptr[c + 1]],
@@ -425,8 +433,8 @@ def test_curved_columns_are_the_transpose_of_the_curved_rows(n_parts):
     lengths = np.diff(X.tocsc().indptr)
     for fraction in (0.6, 0.1, 0.0, 1.0, 0.3):
         curvature = np.where(rng.random(80) < fraction, rng.uniform(0.5, 2.0, 80), 0.0)
-        single, single_rows, single_values, multi, multi_ptr, multi_rows, multi_values, empty = (
-            kernels.curved_columns(columns, curvature, n_parts, out))
+        curved = kernels.curved_columns(columns, curvature, n_parts, out)
+        single, multi, empty = curved[0], curved[3], curved[7]
         expected = sp.csc_matrix(sp.diags((curvature != 0).astype(float)) @ X)
         expected.eliminate_zeros()
         expected.sort_indices()
@@ -434,16 +442,7 @@ def test_curved_columns_are_the_transpose_of_the_curved_rows(n_parts):
         np.testing.assert_array_equal(single, np.flatnonzero((lengths == 1) & (kept == 1)))
         np.testing.assert_array_equal(multi, np.flatnonzero((lengths > 1) & (kept > 0)))
         np.testing.assert_array_equal(np.sort(empty), np.flatnonzero(kept == 0))
-        np.testing.assert_array_equal(single_rows, expected.indices[expected.indptr[single]])
-        np.testing.assert_array_equal(single_values, expected.data[expected.indptr[single]])
-        np.testing.assert_array_equal(np.diff(multi_ptr), kept[multi])
-        assert multi_ptr[0] == 0
-        for c, j in enumerate(multi):
-            entries = slice(expected.indptr[j], expected.indptr[j + 1])
-            np.testing.assert_array_equal(multi_rows[multi_ptr[c]:multi_ptr[c + 1]],
-                                          expected.indices[entries])
-            np.testing.assert_array_equal(multi_values[multi_ptr[c]:multi_ptr[c + 1]],
-                                          expected.data[entries])
+        assert_entries_as_csc(curved, expected)
 
 
 @pytest.mark.parametrize("shape", [(60, 400), (400, 60)], ids=["wide", "tall"])
