@@ -23,7 +23,7 @@ kill_train = importlib.import_module("kill_train")
 RESUMABLE = [("tron", {}), ("tron", dict(preconditioner=True, forcing="quadratic")),
              ("newton", {}), ("newton", dict(hessian_sample=0.3)), ("gd", {}),
              ("sgd", dict(average=True)), ("pegasos", {}), ("svrg", {}), ("saga", {}),
-             ("sdca", {}), ("sdca", dict(eval_every=2))]
+             ("sdca", {}), ("sdca", dict(eval_every=1))]
 
 
 @pytest.fixture(scope="module")

@@ -73,7 +73,7 @@ def dual_objective(objective, dual, w):
 
 
 def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=100,
-         gap_tol=None, inner_epochs=1, seed=0, eval_every=1, shrinking=True, overlap=True,
+         gap_tol=None, inner_epochs=1, seed=0, eval_every=2, shrinking=True, overlap=True,
          max_seconds=None, memory_limit=None, progress=False, checkpoint=None):
     """Maximise the dual of ``objective`` by coordinate ascent; return the primal w(alpha).
 
@@ -94,7 +94,11 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         Sweeps over a block's rows per visit (block minimisation).
     seed : int
     eval_every : int
-        Evaluate P(w), its gradient and the gap every this many epochs (one pass).
+        Evaluate P(w), its gradient and the gap every this many epochs (one pass). An
+        evaluation reads every row twice (X w, then X^T of the slopes), a sweep only the
+        rows not shrunk: on news20 (psi_G, sigma 2^-6) an evaluation on one thread took
+        28 ms beside 17 ms sweeps, and every second epoch reached f*(1 + 1e-3) in
+        0.41-0.49 s against 0.53-0.85 s evaluating every epoch.
     shrinking : bool
         Skip, in the epochs after an evaluation, the rows whose step is zero there (see
         the module docstring).
