@@ -21,9 +21,12 @@ before. On news20 (psi_G, sigma 2^-6) 39% of the rows were skipped after the fir
 
 When the data is held in memory (``overlap``), the evaluation of epoch k's w (a
 margins pass and a column-sum gradient, about as long as an epoch) runs on a worker thread
-while epoch k+1 sweeps on the other core; epoch k+1 then skips what the evaluation of epoch
-k-1 settled (shrinking lags one epoch), and when epoch k's evaluation stops the run, epoch
-k+1 is undone and epoch k's w returned. A run stays reproducible from its seed. On news20
+while the next ``eval_every`` epochs sweep on the other core, and is collected when the
+next evaluation is due: the epochs up to then skip what the evaluation before settled
+(shrinking lags ``eval_every`` epochs), and when epoch k's evaluation stops the run, the
+epochs after it are undone and epoch k's w returned. A run stays reproducible from its
+seed. Collected after one sweep, as first built, an evaluation every second epoch held up
+every other sweep (news20, psi_G at 2^-6: 17 and 28 ms). On news20
 (psi_G, sigma 2^-6) a run went from 1.25-1.3 s to 1.05-1.2 s. The transpose that those
 evaluations need is made in that thread too, beside the first evaluation (which takes the
 rows' way meanwhile) and the first epoch: the first epoch started 0.22 -> 0.13 s into a
@@ -148,34 +151,37 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         decision = settled
         if run.resumed is not None and "settled" in run.resumed:
             settled, decision = (_unmask(run.resumed[k]) for k in ("settled", "decision"))
-        pending = None  # with overlap: the last epoch, evaluated beside this one
+        pending = []  # epochs swept, not yet recorded: with overlap, those since the last due one
+        # the passes made, an evaluation counted once submitted: with overlap it counts its
+        # pass in its own thread, before or after the next epoch ends
+        passes = objective.passes
         while run.next_epoch():
             extra = _sweep(objective, run.rng, settled, inner_epochs, dual, w, scale)
-            if pending is not None:
-                decision = _collect(run, pending, decision, gap_tol)
-                run.save(pending.w, at=pending.end, dual=pending.dual,
-                         settled=_mask(settled), decision=_mask(decision))
-                if run.converged:  # this epoch was not needed: back to the last
-                    w[:], dual[:] = pending.w, pending.dual
-                    run.rewind(pending.end)
-                    pending = None
+            passes += 1
+            due = run.due()
+            if overlap and due:  # the last evaluation has had the sweeps since its epoch
+                decision, stop = _collect(run, pending, settled, decision, gap_tol)
+                pending = []
+                if stop is not None:  # the epochs after it were not needed: back to it
+                    w[:], dual[:] = stop.w, stop.dual
+                    run.rewind(stop.end)
                     break
-            # (after the last evaluation ended: its pass is counted)
-            epoch = _Epoch(run.epoch_end(), w.copy(), np.array(dual) if overlap else dual, extra)
-            if run.due():
+                settled = decision
+            epoch = _Epoch(run.epoch_end(passes), w.copy(), np.array(dual) if overlap else dual,
+                           extra)
+            if due:
                 epoch.evaluation = evaluations.submit(_evaluate, objective, epoch.w, epoch.dual,
                                                       shrinking)
-            if overlap:
-                pending = epoch
-            else:
-                decision = _collect(run, epoch, decision, gap_tol)
-            settled = decision
+                passes += 1
+            pending.append(epoch)
             if not overlap:
-                run.save(w, dual=dual, settled=_mask(settled), decision=_mask(decision))
-        if pending is not None:
-            decision = _collect(run, pending, decision, gap_tol)
-            run.save(pending.w, at=pending.end, dual=pending.dual, settled=_mask(settled),
-                     decision=_mask(decision))
+                decision, _ = _collect(run, pending, None, decision, gap_tol)
+                pending = []
+                settled = decision
+        decision, stop = _collect(run, pending, settled, decision, gap_tol)
+        if stop is not None and stop is not pending[-1]:
+            w[:], dual[:] = stop.w, stop.dual
+            run.rewind(stop.end)
     objective.columns_made()
     return run.result(w)
 
@@ -214,16 +220,26 @@ def _evaluate(objective, w, dual, shrinking):
     return state, gap, _settled(objective, state, dual) if shrinking else None
 
 
-def _collect(run, epoch, decision, gap_tol):
-    """Record ``epoch`` (waiting for its evaluation); the rows the next epochs skip."""
-    state, gap, decision = (epoch.evaluation.result() if epoch.evaluation is not None
-                            else (None, None, decision))
-    run.record(state, at=epoch.end, **epoch.extra)
-    if state is not None:
-        run.history[-1]["gap"] = gap
-        if gap_tol is not None and gap <= gap_tol * abs(state.f):
-            run.finish("duality gap below gap_tol")
-    return decision
+def _collect(run, epochs, settled, decision, gap_tol):
+    """Record ``epochs`` in order (waiting for their evaluations) and checkpoint each, up to
+    the first that stops the run. Returns the rows the next epochs skip and that epoch (or
+    None). The checkpoints hold the rows skipped after each epoch: ``settled`` (with
+    overlap: the epochs after it, up to this collection, skipped those) or, when None,
+    what its evaluation decided."""
+    for epoch in epochs:
+        state, gap, decision = (epoch.evaluation.result() if epoch.evaluation is not None
+                                else (None, None, decision))
+        run.record(state, at=epoch.end, **epoch.extra)
+        if state is not None:
+            run.history[-1]["gap"] = gap
+            if gap_tol is not None and gap <= gap_tol * abs(state.f):
+                run.finish("duality gap below gap_tol")
+        run.save(epoch.w, at=epoch.end, dual=epoch.dual,
+                 settled=_mask(decision if settled is None else settled),
+                 decision=_mask(decision))
+        if run.converged:
+            return decision, epoch
+    return decision, None
 
 
 def _mask(settled):

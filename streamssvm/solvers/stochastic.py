@@ -139,9 +139,12 @@ class EpochRun:
         self.epoch += 1
         return True
 
-    def epoch_end(self):
-        """This epoch's :class:`EpochEnd` (before its evaluation)."""
-        return EpochEnd(self.epoch, self.objective.passes, self.rng.bit_generator.state)
+    def epoch_end(self, passes=None):
+        """This epoch's :class:`EpochEnd` (before its evaluation); ``passes``: the passes
+        made by then, if not ``objective.passes`` (which an evaluation in another thread
+        may or may not have counted yet)."""
+        return EpochEnd(self.epoch, self.objective.passes if passes is None else passes,
+                        self.rng.bit_generator.state)
 
     def due(self):
         """An evaluation is due at the end of this epoch (every ``eval_every`` epochs and at
