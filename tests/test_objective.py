@@ -318,7 +318,8 @@ def test_store_passes_and_cached_curved_rows(tmp_path):
             assert obj.passes == 1
             assert 0 < np.count_nonzero(state.curvature) < X.shape[0]  # some rows are flat
             s = np.random.default_rng(23).normal(size=obj.n_variables)
-            hv, diag = obj.hessp(state, s), obj.hess_diag(state)
+            (hv, curvature_along), diag = obj.hessp_quad(state, s), obj.hess_diag(state)
+            assert curvature_along == s @ hv
             in_memory = cache and cache_bytes is None
             assert obj.passes == (1 if in_memory else 3)
             assert obj.cached_sweeps == (2 if in_memory else 0)
@@ -450,7 +451,8 @@ def test_held_products_from_the_curved_rows_columns(shape, monkeypatch):
     """Held data: a state's Hessian products copy the columns of its curved rows (at most
     3/4 of the rows curved) at its COPY_AT-th product, or at its second when the state
     before took COPY_AT or more, a subsampled state included; every product equals the
-    dense X^T D X s, before and after the copy, and no state is served another's copy."""
+    dense X^T D X s, and the curvature read off with it s.H s, before and after the copy,
+    and no state is served another's copy."""
     made = []
     real = kernels.curved_columns
     monkeypatch.setattr(kernels, "curved_columns",
@@ -473,7 +475,9 @@ def test_held_products_from_the_curved_rows_columns(shape, monkeypatch):
             before = len(made)
             for k in range(1, products + 1):
                 s = rng.normal(size=obj.n_variables)
-                assert_close_vec(obj.hessp(at, s), hess @ s, 1e-12)
+                hv, curvature_along = obj.hessp_quad(at, s)
+                assert_close_vec(hv, hess @ s, 1e-12)
+                assert curvature_along == pytest.approx(s @ hess @ s, rel=1e-12)
                 assert len(made) - before == (k >= copies_at)
     # most rows curved: products read the whole transpose
     curved = obj.evaluate(np.zeros(obj.n_variables))

@@ -96,9 +96,10 @@ class DaskObjective(SmoothSVMObjective):
         loss = self._run("value_on_segment", [state.margins, trial.margins], (float(alpha),))[0]
         return self._total(state.w + alpha * (trial.w - state.w), loss)
 
-    def hessp(self, state, s):
+    def hessp_quad(self, state, s):
         s = self._check(s)
-        return self._scaled(self._run("hessp", [state.margins], (s,), vector=True)[1], s)
+        hs = self._scaled(self._run("hessp", [state.margins], (s,), vector=True)[1], s)
+        return hs, float(s @ hs)
 
     def hessp_reads_file(self, state):
         """A product is a round trip to the workers, which may read their stores."""

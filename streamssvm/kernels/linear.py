@@ -586,17 +586,23 @@ def column_sums(columns, v, squared, bias, x, lam, scale, n_parts, out):
     transpose ``columns`` (:func:`transpose`); when ``out`` has one more entry than there
     are columns, it is the intercept's, scale bias sum_i v_i (bias^2 if ``squared``), not
     regularised. Columns run in ``n_parts`` parallel ranges of equal work, each entry
-    written once (a gather: threads share nothing)."""
+    written once (a gather: threads share nothing). Returns x.out, read off as ``out`` is
+    written: for a Hessian product, CG's d.Hd without another read of both vectors
+    (news20: 0.8 ms of a 5 ms product)."""
     single, single_rows, single_values, multi, multi_ptr, multi_rows, multi_values, empty = columns
     n_columns = single.shape[0] + multi.shape[0] + empty.shape[0]
     bounds = row_partition(multi_ptr, n_parts)
+    dots = np.zeros(n_parts)
     for t in prange(n_parts):
+        dot = 0.0
         lo, hi = _share(single.shape[0], t, n_parts)
         for c in range(lo, hi):
             j = np.uintp(single[c])
             value = np.float64(single_values[c])  # squared in float64 (data may be float32)
-            out[j] = lam * x[j] + scale * ((value * value if squared else value)
-                                           * v[np.uintp(single_rows[c])])
+            xj = x[j]
+            out[j] = oj = lam * xj + scale * ((value * value if squared else value)
+                                              * v[np.uintp(single_rows[c])])
+            dot += xj * oj
         for c in range(bounds[t], bounds[t + 1]):
             acc = 0.0
             if squared:
@@ -606,13 +612,21 @@ def column_sums(columns, v, squared, bias, x, lam, scale, n_parts, out):
             else:
                 acc = row_dot(multi_ptr, multi_rows, multi_values, c, v)
             j = np.uintp(multi[c])
-            out[j] = lam * x[j] + scale * acc
+            xj = x[j]
+            out[j] = oj = lam * xj + scale * acc
+            dot += xj * oj
         lo, hi = _share(empty.shape[0], t, n_parts)
         for c in range(lo, hi):
             j = np.uintp(empty[c])
-            out[j] = lam * x[j]
+            xj = x[j]
+            out[j] = oj = lam * xj
+            dot += xj * oj
+        dots[t] = dot
+    total = dots.sum()
     if out.shape[0] > n_columns:
         out[n_columns] = scale * (bias * bias if squared else bias) * v.sum()
+        total += x[n_columns] * out[n_columns]
+    return total
 
 
 @njit(cache=True, nogil=True)

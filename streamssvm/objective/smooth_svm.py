@@ -255,12 +255,13 @@ class SmoothSVMObjective:
 
     def _column_sums(self, v, squared, x, lam, columns=None):
         """As :meth:`_merged`, of X^T v (X.^2 if ``squared``) from the held transpose (or
-        ``columns``, a part of it holding every row where v is not 0)."""
+        ``columns``, a part of it holding every row where v is not 0), and its dot
+        product with ``x``."""
         lam, scale, _ = self._combination(lam)
         out = np.empty(self.n_variables)
-        kernels.column_sums(self._held_data()[1] if columns is None else columns, v, squared,
-                            self.bias, x, lam, scale, self.n_threads, out)
-        return out
+        x_out = kernels.column_sums(self._held_data()[1] if columns is None else columns, v,
+                                    squared, self.bias, x, lam, scale, self.n_threads, out)
+        return out, x_out
 
     def _curved_columns(self, state, columns):
         """The columns a Hessian product at ``state`` reads: the held transpose
@@ -420,7 +421,7 @@ class SmoothSVMObjective:
                 loss = kernels.loss_coef(b.indptr, b.indices, b.data, b.y, w, self.bias, code,
                                          sigma, theta, params, self.curvature_floor, margins,
                                          curvature, coef, self.n_threads, self.sample_weight)
-            grad = self._column_sums(coef, False, w, self.lam)
+            grad = self._column_sums(coef, False, w, self.lam)[0]
             return PointState(w, self._total(w, loss), grad, margins, curvature)
         streamed = not self.source.in_memory
         gather = held is None and (self.cache_curved is True
@@ -537,6 +538,11 @@ class SmoothSVMObjective:
 
     def hessp(self, state, s):
         """One pass: (lambda E + X^T D X / n) s with D from ``state``."""
+        return self.hessp_quad(state, s)[0]
+
+    def hessp_quad(self, state, s):
+        """:meth:`hessp` and s.(H s), the curvature along s that CG needs: from the same
+        sweep when the data is held. (A subclass overrides this, not :meth:`hessp`.)"""
         s = self._check(s)
         held = self._held_data()
         if held is not None:
@@ -554,7 +560,8 @@ class SmoothSVMObjective:
             return self._column_sums(v, False, s, self.lam, columns)
         for indptr, indices, data, curvature in self._curved_blocks(state):
             kernels.hess_vec(indptr, indices, data, curvature, s, self.bias, self._scatter)
-        return self._merged(s, self.lam)
+        hs = self._merged(s, self.lam)
+        return hs, float(s @ hs)
 
     def hessp_reads_file(self, state):
         """Whether :meth:`hessp` at ``state`` reads the source's file (neither the data
@@ -566,7 +573,7 @@ class SmoothSVMObjective:
         ones = np.ones(self.n_variables)
         if self._held_data() is not None:
             self.cached_sweeps += 1
-            return self._column_sums(state.curvature, True, ones, self.lam)
+            return self._column_sums(state.curvature, True, ones, self.lam)[0]
         for indptr, indices, data, curvature in self._curved_blocks(state):
             kernels.hess_diag(indptr, indices, data, curvature, self.bias, self._scatter)
         return self._merged(ones, self.lam)

@@ -37,8 +37,7 @@ def _newton_cg(objective, state, precond, eps_cg):
     steps = 0
     while steps < max(len(g), 5):
         steps += 1
-        hd = objective.hessp(state, d)
-        dhd = float(d @ hd)
+        hd, dhd = objective.hessp_quad(state, d)
         if dhd <= 1e-16:
             break
         cg.move(cg.ztr / dhd, hd)

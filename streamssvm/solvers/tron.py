@@ -115,8 +115,7 @@ def _trust_region_cg(objective, state, precond, delta, forcing, path=None):
     while steps < max(len(s), 5) and np.sqrt(cg.ztr) > cgtol:
         steps += 1
         d = cg.d
-        hd = objective.hessp(state, d)
-        dhd = float(d @ hd)
+        hd, dhd = objective.hessp_quad(state, d)
         alpha = cg.ztr / dhd
         start_sr = cg.sr
         cg.move(alpha, hd)
