@@ -232,6 +232,33 @@ def test_truncated_store(stored, tmp_path):
                     pass
 
 
+def test_a_store_cut_short_while_open(stored, tmp_path):
+    """Later passes read contiguous datasets straight from the file, at the offsets the
+    first pass found: a file cut short since then is a StoreError naming the block, and
+    a block changed since then fails its checksum."""
+    path = tmp_path / "open.h5"
+    shutil.copy(stored[0], path)
+    with Store(path) as store:
+        for _ in store.iter_blocks():  # the first pass finds where the datasets lie
+            pass
+        *_, data_offset = store._layouts[store.n_blocks - 1][1][3]
+        assert data_offset is not None  # read by offset, not through HDF5
+        with open(path, "r+b") as f:
+            f.seek(data_offset)
+            byte = f.read(1)
+            f.seek(data_offset)
+            f.write(bytes([byte[0] ^ 1]))
+        with pytest.raises(StoreError, match=f"{path}: block {store.n_blocks - 1}: dataset "
+                                             f"data does not match its checksum"):
+            for _ in store.iter_blocks():
+                pass
+        os.truncate(path, data_offset + 2)
+        with pytest.raises(StoreError, match=f"{path}: block {store.n_blocks - 1}: dataset "
+                                             r"\w+ runs past the end of the file"):
+            for _ in store.iter_blocks():
+                pass
+
+
 def test_newer_version_and_inconsistent_metadata(stored, tmp_path):
     path = stored[0]
     newer = tmp_path / "newer.h5"
