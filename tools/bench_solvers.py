@@ -105,7 +105,7 @@ def _dots_in_order(indptr, indices, data, order, w, n_parts, out):
     for t in numba.prange(n_parts):
         lo, hi = _share(order.shape[0], t, n_parts)
         for pos in range(lo, hi):
-            prefetch_rows(indptr, indices, data, order, pos, w)
+            prefetch_rows(indptr, indices, data, order, pos)
             out[order[pos]] = row_dot(indptr, indices, data, order[pos], w)
 
 

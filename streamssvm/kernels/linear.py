@@ -50,21 +50,20 @@ def row_span(indptr, i):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def prefetch_rows(indptr, indices, data, order, pos, v):
-    """Before row ``order[pos]``: ask the caches for the nonzeros of ``order[pos + 2]`` and
-    for the entries of v that ``order[pos + 1]`` will read. Rows in random order defeat
-    the hardware's prefetcher: each row's first lines and its scattered reads of v wait on
-    memory (news20, one thread, a bare loop of dot products in random order: 34-35 ms,
-    24-28 ms so; in storage order 26-27 ms)."""
+def prefetch_rows(indptr, indices, data, order, pos):
+    """Before row ``order[pos]``: ask the caches for the nonzeros of ``order[pos + 2]``.
+    Rows in random order defeat the hardware's prefetcher, and each row's first lines
+    would wait on memory (news20, one thread, a bare loop of dot products in random
+    order: 13.4 ms, 11.2 ms so). Prefetching the entries of v that the next row reads,
+    too, had paid on an earlier machine (34-35 -> 24-28 ms with both); on this one, whose
+    260 MB L3 holds v, that second read of the row's indices cost more than it saved
+    (16.6 ms with it alone, 14.3 ms with both)."""
     if pos + 2 < order.shape[0]:
         i = order[pos + 2]
         for k in range(np.uintp(indptr[i]), np.uintp(indptr[i + 1]), 64 // indices.itemsize):
             prefetch(indices, k)
         for k in range(np.uintp(indptr[i]), np.uintp(indptr[i + 1]), 64 // data.itemsize):
             prefetch(data, k)
-    if pos + 1 < order.shape[0]:
-        for k in row_span(indptr, order[pos + 1]):
-            prefetch(v, np.uintp(indices[k]))
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -134,7 +134,7 @@ def sgd_rows(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma
     """
     serial = np.empty(0, np.int64)
     for pos in range(order.shape[0]):
-        prefetch_rows(indptr, indices, data, order, pos, v)
+        prefetch_rows(indptr, indices, data, order, pos)
         i = order[pos]
         _sgd_step(indptr, indices, data, y, i, row_dot(indptr, indices, data, i, v), v, avg_u,
                   state, bias, code, sigma, theta, params, lam, schedule, eta0, power_t, t0,
@@ -202,7 +202,7 @@ def _step_rows(indptr, indices, data, y, order, v, avg_u, state, bias, code, sig
         if load_acquire(ready, 2 * pos) == mark:
             xv = dots[2 * pos + 1]
         else:
-            prefetch_rows(indptr, indices, data, order, pos, v)
+            prefetch_rows(indptr, indices, data, order, pos)
             xv = row_dot(indptr, indices, data, i, v)
         _sgd_step(indptr, indices, data, y, i, xv, v, avg_u, state, bias, code, sigma, theta,
                   params, lam, schedule, eta0, power_t, t0, radius, avg_start, ctl)
@@ -235,7 +235,7 @@ def _dots_ahead(indptr, indices, data, order, v, dots, ready, ctl):
         if k >= n or k > at + _AHEAD:
             continue
         store_release(ctl, BUSY, k)
-        prefetch_rows(indptr, indices, data, order, k, v)
+        prefetch_rows(indptr, indices, data, order, k)
         d = row_dot(indptr, indices, data, order[k], v)
         fence()  # the reads of v above come before the version's second read
         if load_acquire(ctl, VERSION) == version:
@@ -270,7 +270,7 @@ def svrg_rows(indptr, indices, data, y, order, snapshot_slopes, v, mu, mu_interc
     """
     shrink = 1.0 - eta * lam
     for pos in range(order.shape[0]):
-        prefetch_rows(indptr, indices, data, order, pos, v)
+        prefetch_rows(indptr, indices, data, order, pos)
         i = order[pos]
         yi = float(y[i])
         xw = (state[SVRG_SCALE] * row_dot(indptr, indices, data, i, v)
@@ -326,7 +326,7 @@ def saga_rows(indptr, indices, data, y, order, row_start, slopes, v, avg_grad, l
     shrink = 1.0 - eta * lam
     inv_n = 1.0 / n_samples
     for pos in range(order.shape[0]):
-        prefetch_rows(indptr, indices, data, order, pos, v)
+        prefetch_rows(indptr, indices, data, order, pos)
         i = order[pos]
         now = int(state[SAGA_STEP])
         top = cumulative[now]
@@ -411,7 +411,7 @@ def sdca_rows(indptr, indices, data, y, order, row_start, dual, w, code, sigma, 
     """
     largest = 0.0
     for pos in range(order.shape[0]):
-        prefetch_rows(indptr, indices, data, order, pos, w)
+        prefetch_rows(indptr, indices, data, order, pos)
         i = order[pos]
         xw, norm2 = row_dot_norm2(indptr, indices, data, i, w)
         if norm2 == 0.0:
