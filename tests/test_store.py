@@ -241,7 +241,8 @@ def test_a_store_cut_short_while_open(stored, tmp_path):
     with Store(path) as store:
         for _ in store.iter_blocks():  # the first pass finds where the datasets lie
             pass
-        *_, data_offset = store._layouts[store.n_blocks - 1][1][3]
+        data_offset = next(d[4] for _, d in store._layouts[store.n_blocks - 1][1]
+                           if d[0] == "data")
         assert data_offset is not None  # read by offset, not through HDF5
         with open(path, "r+b") as f:
             f.seek(data_offset)
