@@ -212,8 +212,8 @@ def test_sdca_shrinking_skips_settled_rows_and_keeps_the_optimum(data, loss):
 def test_sdca_evaluates_beside_the_next_epoch_and_returns_an_evaluated_epoch(data, eval_every):
     """With the data held, an epoch's evaluation runs in a worker thread beside the next
     epoch. The run is still reproducible and records every epoch once, in order; when the
-    gap rule stops it, the epoch swept meanwhile is undone (its pass counted) and the
-    evaluated one returned, within its gap of the optimum that a run without overlap
+    gap rule stops it, the epochs swept meanwhile are undone (their passes counted) and
+    the evaluated one returned, within its gap of the optimum that a run without overlap
     reaches. Shrinking lags: an evaluation is collected when the next one is due, so its
     decision reaches the sweeps ``eval_every`` epochs later than without overlap."""
     n = data[0].shape[0]
