@@ -1,5 +1,6 @@
 """The HDF5 store: round trips, row ranges, block order, the in-memory twin, options, damage."""
 
+import gc
 import os
 import shutil
 
@@ -258,6 +259,24 @@ def test_a_store_cut_short_while_open(stored, tmp_path):
                                              r"\w+ runs past the end of the file"):
             for _ in store.iter_blocks():
                 pass
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd")
+def test_a_store_holds_no_descriptor_once_closed_or_dropped(stored):
+    """The descriptor that later passes read by is closed with the store, or when a store
+    never closed is collected; closing twice is harmless."""
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        store = Store(stored[0])
+        for _ in store.iter_blocks():
+            pass
+        del store  # dropped, never closed
+    gc.collect()
+    with Store(stored[0]) as store:
+        for _ in store.iter_blocks():
+            pass
+    store.close()
+    assert len(os.listdir("/proc/self/fd")) == before
 
 
 def test_newer_version_and_inconsistent_metadata(stored, tmp_path):

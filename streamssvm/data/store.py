@@ -4,6 +4,7 @@ import datetime
 import io
 import json
 import os
+import weakref
 
 import h5py
 import numpy as np
@@ -414,9 +415,12 @@ class Store(BlockSource):
             # damaged metadata surfaces as any of h5py's and numpy's errors
             raise StoreError(f"{self.path}: unreadable metadata ({type(exc).__name__}: "
                              f"{exc})") from exc
-        # where each block's datasets lie (see _layout), and a descriptor to read them by
+        # where each block's datasets lie (see _layout), and a descriptor to read them by,
+        # closed by close() or, for a store never closed, when it is collected
         self._layouts = {}
         self._fd = os.open(self.path, os.O_RDONLY) if hasattr(os, "preadv") else None
+        self._close_fd = (weakref.finalize(self, os.close, self._fd) if self._fd is not None
+                          else None)
 
     def _open(self):
         attrs = self._file.attrs
@@ -466,8 +470,8 @@ class Store(BlockSource):
 
     def close(self):
         self._file.close()
-        if self._fd is not None:
-            os.close(self._fd)
+        if self._close_fd is not None:
+            self._close_fd()  # once: a second call does nothing
             self._fd = None
 
     def _read_verified(self, ds, k=None, out=None):
