@@ -15,7 +15,7 @@ from .api import open_source
 from .data import InMemorySource
 from .model import Model
 from .objective import SmoothSVMObjective
-from .solvers.sgd import SGDState, Schedule, sgd_epoch
+from .solvers.sgd import SGDState, Schedule, check_delay, sgd_epoch
 
 STATE_FORMAT = "streamssvm.online-state"
 
@@ -42,24 +42,28 @@ class OnlineTrainer:
     fit_intercept : bool
     intercept_scaling : float
     seed : int
+    delay : int
+        0: serial SGD, on one thread; K > 0: SGD with updates delayed by up to K - 1 steps,
+        on two threads (see :func:`streamssvm.solvers.sgd`).
     n_threads : int, optional
-        Threads (default numba's): with two, a helper thread computes the dot products of
-        the rows ahead; the steps are the same bit for bit.
+        Threads (default numba's): with two and a delay, the dot products of an epoch
+        are shared between them; the steps are the same on one thread or two.
     """
 
     def __init__(self, loss="hinge", sigma=None, lam=1e-5, solver="sgd", learning_rate=None,
                  eta0=0.01, power_t=0.5, average=False, project=None, fit_intercept=False,
-                 intercept_scaling=1.0, seed=0, n_threads=None):
+                 intercept_scaling=1.0, delay=0, seed=0, n_threads=None):
         if solver not in ("sgd", "pegasos"):
             raise ValueError(f"solver must be 'sgd' or 'pegasos', got {solver!r}")
         pegasos = solver == "pegasos"
+        project = pegasos if project is None else bool(project)
+        check_delay(delay, project)
         self.options = dict(
             loss=loss if isinstance(loss, str) else loss.spec, sigma=sigma, lam=float(lam),
             solver=solver, learning_rate="pegasos" if pegasos else (learning_rate or "optimal"),
             eta0=float(eta0), power_t=float(power_t), average=average,
-            project=pegasos if project is None else bool(project),
-            fit_intercept=bool(fit_intercept), intercept_scaling=float(intercept_scaling),
-            seed=int(seed))
+            project=project, fit_intercept=bool(fit_intercept),
+            intercept_scaling=float(intercept_scaling), delay=int(delay), seed=int(seed))
         self.n_threads = n_threads
         self.rng = np.random.default_rng(seed)
         self.sgd_state = None
@@ -93,7 +97,7 @@ class OnlineTrainer:
             if self.sgd_state is None:
                 self.classes = tuple(source.classes)
                 self.sgd_state = SGDState(source.n_features, self.options["fit_intercept"],
-                                          self.options["average"])
+                                          self.options["average"], self.options["delay"])
             elif source.n_features != self.sgd_state.n_features:
                 raise ValueError(f"{source.name} has {source.n_features} features, the trainer "
                                  f"{self.sgd_state.n_features}")
@@ -151,7 +155,7 @@ class OnlineTrainer:
         trainer.epochs, trainer.rows_seen = meta["epochs"], meta["rows_seen"]
         trainer.rng.bit_generator.state = meta["rng"]
         o = meta["options"]
-        st = SGDState(len(arrays["v"]), o["fit_intercept"], o["average"])
+        st = SGDState(len(arrays["v"]), o["fit_intercept"], o["average"], o.get("delay", 0))
         st.v[:], st.state[:] = arrays["v"], arrays["state"]
         st.avg_u = arrays["avg_u"].copy()
         trainer.sgd_state = st

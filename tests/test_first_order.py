@@ -19,7 +19,6 @@ from streamssvm.losses import LOSS_NAMES, get_loss
 from streamssvm.objective import SmoothSVMObjective, smooth_svm
 from streamssvm.solvers import HESSIAN_PRODUCTS, SOLVERS, ConvergenceWarning, choose_solver, sdca
 from streamssvm.solvers.sdca import dual_objective
-from streamssvm.solvers.sgd import PIPELINE_NNZ
 from streamssvm.solvers.stochastic import per_sample_array
 
 from shared_data import load_shared
@@ -68,6 +67,7 @@ REACH = [
     ("saga", dict(tol=1e-6, max_iter=60), (2e-3, 1e-5)),
     ("sgd", dict(tol=0.0, max_iter=15), (5e-2, 2e-2)),
     ("sgd", dict(tol=0.0, max_iter=15, average=True), (0.12, 5e-2)),
+    ("sgd", dict(tol=0.0, max_iter=15, delay=16), (5e-2, 2e-2)),  # as serial SGD's
     ("pegasos", dict(tol=0.0, max_iter=15), (5e-2, 2e-2)),
 ]
 LOSSES = ("psi_g", "logistic")
@@ -370,6 +370,21 @@ def test_cli_trains_with_a_stochastic_solver(data, tmp_path):
     assert streamssvm.Model.load(model).params["seed"] == 2
 
 
+def test_cli_passes_sgd_its_delay(data, tmp_path, capsys):
+    from streamssvm.cli import main
+
+    store, model = tmp_path / "a9a.h5", tmp_path / "m.npz"
+    write_store(store, InMemorySource(*data))
+    train = ["train", str(store), "-o", str(model), "--solver", "sgd", "--max-iter", "2",
+             "--quiet"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        assert main([*train, "--delay", "4"]) == 0
+    assert streamssvm.Model.load(model).params["delay"] == 4
+    assert main([*train, "--delay", "-1", "--overwrite"]) == 1
+    assert "delay must be an integer >= 0, got -1" in capsys.readouterr().err
+
+
 def _visited(objective, seed, window_bytes=None):
     """The global rows of one shuffled pass, in order, and the number of windows."""
     pairs = list(objective.shuffled_blocks(np.random.default_rng(seed), window_bytes))
@@ -508,8 +523,8 @@ def test_train_stream_applies_the_auto_choice_to_its_data(data):
 
 
 def _long_rows(n=2000, d=200_000, row_nnz=300, seed=0, constant=0.0):
-    """Rows long enough (PIPELINE_NNZ) for SGD's pipelined kernel, labels of a random w;
-    with ``constant``, a last feature of that value and 99% of the labels +1."""
+    """Rows of many nonzeros, labels of a random w; with ``constant``, a last feature of
+    that value and 99% of the labels +1."""
     rng = np.random.default_rng(seed)
     X = sp.random(n, d, density=row_nnz / d, format="csr", random_state=rng)
     y = np.where(X @ rng.standard_normal(d) > 0, 1, -1)
@@ -520,7 +535,7 @@ def _long_rows(n=2000, d=200_000, row_nnz=300, seed=0, constant=0.0):
     return X, y
 
 
-@pytest.mark.parametrize("options", [
+SGD_CASES = [
     dict(loss="hinge"),  # few steps change v
     dict(loss="psi_g"),  # every step does
     dict(loss="hinge", average=True, fit_intercept=True),
@@ -528,24 +543,73 @@ def _long_rows(n=2000, d=200_000, row_nnz=300, seed=0, constant=0.0):
     # scale folded into v on steps that change nothing else: w halves at each step and
     # the constant feature keeps most margins above 1 for a dozen steps after an update
     dict(loss="hinge", learning_rate="constant", eta0=1.0, lam=0.5),
-], ids=["hinge", "psi_g", "average-intercept", "pegasos", "fold"])
-def test_sgd_on_two_threads_takes_the_serial_steps_bit_for_bit(options):
-    """Where a helper thread computes the dots of the rows ahead, every step is the
-    serial kernel's: the models of one and two threads are equal to the bit."""
-    X, y = _long_rows(constant=100.0 if options.get("learning_rate") else 0.0)
+    dict(loss="hinge", delay=16),
+    dict(loss="psi_g", delay=5, average=True, fit_intercept=True),
+    dict(loss="hinge", learning_rate="constant", eta0=1.0, lam=0.5, delay=8),
+]
+SGD_IDS = ["hinge", "psi_g", "average-intercept", "pegasos", "fold", "delay", "delay-average",
+           "delay-fold"]
+
+
+def _train_sgd(X, y, **options):
     options = dict(dict(solver="sgd", lam=1e-4, max_iter=3, eval_every=0, progress=False),
                    **options)
-    assert X.nnz >= PIPELINE_NNZ * X.shape[0] and numba.get_num_threads() >= 2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        one, two = (streamssvm.train_stream(X, y, n_threads=n, **options) for n in (1, 2))
+        return streamssvm.train_stream(X, y, **options)
+
+
+@pytest.mark.parametrize("options", SGD_CASES, ids=SGD_IDS)
+def test_sgd_on_two_threads_takes_the_one_thread_steps_bit_for_bit(options):
+    """The two threads, each stepping its own copy of v from shared dots, take the steps
+    of one thread: the models are equal to the bit (with ``delay`` 0, those of serial
+    SGD)."""
+    X, y = _long_rows(constant=100.0 if options.get("learning_rate") else 0.0)
+    assert numba.get_num_threads() >= 2
+    one, two = (_train_sgd(X, y, n_threads=n, **options) for n in (1, 2))
     np.testing.assert_array_equal(one.coef_, two.coef_)
     assert one.intercept_ == two.intercept_ and np.any(one.coef_ != 0)
 
 
-def test_pipelined_sgd_kernel_runs_on_one_thread():
-    """With one thread both roles of the pipelined kernel run one after the other: the
-    helper's waits are bounded and the steps are the serial kernel's."""
+def test_delayed_sgd_copies_v_again_after_steps_on_one_thread():
+    """An online trainer's epochs on one thread leave the helper's copy of v behind; the
+    next two-thread epochs copy it again: the model equals one thread's throughout."""
+    X, y = _long_rows(n=600)
+    trainers = [streamssvm.OnlineTrainer(loss="hinge", lam=1e-4, delay=7, n_threads=n)
+                for n in (1, 2)]
+    for threads in (2, 1, 2):
+        trainers[1].n_threads = threads
+        for trainer in trainers:
+            trainer.partial_fit(X, y)
+        np.testing.assert_array_equal(*(t.model().coef_ for t in trainers))
+    assert np.any(trainers[0].model().coef_ != 0)
+
+
+def test_sgd_delay_changes_the_steps_from_two_rows_a_chunk_on():
+    """A chunk of one row sees every write before it: ``delay=1`` is serial SGD to the bit;
+    longer chunks miss writes and take other steps (where they lead: REACH)."""
+    X, y = _long_rows(n=500)
+    coef = {k: _train_sgd(X, y, delay=k).coef_ for k in (0, 1, 4)}
+    np.testing.assert_array_equal(coef[0], coef[1])
+    assert not np.array_equal(coef[0], coef[4])
+
+
+@pytest.mark.parametrize("delay, project, message", [
+    (-1, False, "integer >= 0"), (2.0, False, "integer >= 0"), (True, False, "integer >= 0"),
+    (4, True, "project=False"),
+])
+def test_sgd_delay_is_checked(delay, project, message):
+    X, y = _long_rows(n=50)
+    with pytest.raises(ValueError, match=message):
+        _train_sgd(X, y, delay=delay, project=project)
+    with pytest.raises(ValueError, match=message):
+        streamssvm.OnlineTrainer(delay=delay, project=project)
+
+
+def test_two_thread_sgd_kernel_runs_on_one_thread():
+    """With one thread both roles of the two-thread kernel run one after the other: the
+    helper's waits are bounded, the steps are the one-thread kernel's with the same delay,
+    and the kernel says whether the helper's copy of v ended equal to v."""
     X, y = _long_rows(n=300)
     y = y.astype(np.int8)
     loss = get_loss("hinge")
@@ -553,14 +617,21 @@ def test_pipelined_sgd_kernel_runs_on_one_thread():
     threads = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
-        for kernel in (sk.sgd_rows, sk.sgd_rows_pipelined):
+        for parallel in (False, True):
             v, state = np.zeros(X.shape[1]), np.zeros(sk.SGD_STATE_SIZE)
             state[sk.SCALE] = 1.0
             rng = np.random.default_rng(0)
             for order in (rng.permutation(300) for _ in range(3)):
-                kernel(X.indptr, X.indices, X.data, y, order, v, np.zeros(0), state, 0.0,
-                       loss.code, loss.sigma, loss.theta, loss.params, 1e-4, sk.OPTIMAL, 0.0,
-                       0.0, 1e3, 0.0, 0)
+                args = (X.indptr, X.indices, X.data, y, order, v, np.zeros(0), state, 0.0,
+                        loss.code, loss.sigma, loss.theta, loss.params, 1e-4, sk.OPTIMAL, 0.0,
+                        0.0, 1e3, 0.0, 0, 8)
+                if parallel:
+                    replica, replica_state = v.copy(), state.copy()
+                    if sk.sgd_rows_parallel(*args, replica, replica_state):
+                        np.testing.assert_array_equal(replica, v)
+                        np.testing.assert_array_equal(replica_state, state)
+                else:
+                    sk.sgd_rows(*args)
             results.append(v * state[sk.SCALE])
     finally:
         numba.set_num_threads(threads)

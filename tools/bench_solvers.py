@@ -2,9 +2,10 @@
 
 Prints, on one training file:
   (a) seconds per SGD epoch (hinge, alpha = lambda, no intercept) of ours (all threads, and
-      one thread) against scikit-learn's SGDClassifier on the same in-memory matrix, in
-      --rounds rounds that run the three one after the other: the best of the rounds, the
-      ratio, and each round's own ratio; against the dots every epoch computes on that
+      one thread; and with --delay K, SGD with delayed updates on all threads) against
+      scikit-learn's SGDClassifier on the same in-memory matrix, in --rounds rounds that
+      run them one after the other: the best of the rounds, the ratio, each round's own
+      ratio, and the training objectives; against the dots every epoch computes on that
       matrix: one thread's X w in storage order and in a random row order (floors), and the
       random order cut between all threads (the floor of an exact split of an epoch's dots);
   (b) (with --ooc STORE) seconds per SGD epoch from a store evicted from the page cache,
@@ -52,21 +53,26 @@ def load(path):
     return X, y.astype(np.float64)
 
 
-def sgd_epochs(X, y, lam, epochs, rounds):
+def sgd_epochs(X, y, lam, epochs, rounds, delay=0):
     """Seconds per epoch of hinge SGD in ``rounds`` rounds, each ours on all threads, ours on
-    one thread and scikit-learn's one after the other: ``{"ours", "ours 1 thread",
-    "scikit-learn": [seconds per round]}``; and both training accuracies."""
+    one thread, (with ``delay``) ours with that delay on all threads and scikit-learn's one
+    after the other: ``{name: [seconds per round]}``; and each one's training objective."""
     from sklearn.linear_model import SGDClassifier
 
-    for n in (1, None):  # compile or load every kernel the rounds take (by row length)
-        OnlineTrainer(loss="hinge", lam=lam, n_threads=n).partial_fit(X, y)
-    times = {"ours": [], "ours 1 thread": [], "scikit-learn": []}
+    ours = {"ours": (None, 0), "ours 1 thread": (1, 0)}
+    if delay:
+        ours[f"ours delay={delay}"] = (None, delay)
+    for n, k in ours.values():  # compile or load every kernel the rounds take
+        OnlineTrainer(loss="hinge", lam=lam, n_threads=n, delay=k).partial_fit(X, y)
+    times = {name: [] for name in [*ours, "scikit-learn"]}
+    coef = {}
     for _ in range(rounds):
-        for name, n in (("ours", None), ("ours 1 thread", 1)):
-            ours = OnlineTrainer(loss="hinge", lam=lam, seed=0, n_threads=n)
+        for name, (n, k) in ours.items():
+            trainer = OnlineTrainer(loss="hinge", lam=lam, seed=0, n_threads=n, delay=k)
             start = time.perf_counter()
-            ours.partial_fit(X, y, epochs=epochs)
+            trainer.partial_fit(X, y, epochs=epochs)
             times[name].append((time.perf_counter() - start) / epochs)
+            coef[name] = trainer.model().coef_
         theirs = SGDClassifier(loss="hinge", alpha=lam, fit_intercept=False, max_iter=epochs,
                                tol=None, random_state=0)
         start = time.perf_counter()
@@ -74,7 +80,9 @@ def sgd_epochs(X, y, lam, epochs, rounds):
             warnings.simplefilter("ignore")
             theirs.fit(X, y)
         times["scikit-learn"].append((time.perf_counter() - start) / epochs)
-    return times, ours.model().score(X, y), theirs.score(X, y)
+        coef["scikit-learn"] = theirs.coef_.ravel()
+    objective = SmoothSVMObjective(InMemorySource(X, y), "hinge", lam)
+    return times, {name: objective.value(c) for name, c in coef.items()}
 
 
 def dot_floor(X, repeats, order=None, threads=1):
@@ -182,6 +190,7 @@ def main(argv=None):
     p.add_argument("--loss", default="psi_g:sigma=0.125")
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--rounds", type=int, default=5, help="rounds of (a)")
+    p.add_argument("--delay", type=int, default=0, help="SGD's delay for a row of (a)")
     p.add_argument("--ooc", metavar="STORE", help="store for the out-of-core SGD epoch")
     p.add_argument("--cap-mb", type=int, default=500)
     p.add_argument("--budget", type=float, default=30.0, help="seconds per solver in (c)")
@@ -192,14 +201,16 @@ def main(argv=None):
     X, y = load(args.train)
     print(f"{args.train}: {X.shape[0]} x {X.shape[1]}, {X.nnz} nonzeros, lambda {args.lam}")
     if "a" in sections:
-        times, acc_ours, acc_theirs = sgd_epochs(X, y, args.lam, args.epochs, args.rounds)
+        times, f = sgd_epochs(X, y, args.lam, args.epochs, args.rounds, args.delay)
         best = {name: min(t) for name, t in times.items()}
         theirs = best["scikit-learn"]
         print(f"(a) SGD hinge epoch in memory, best of {args.rounds} rounds: "
-              + ", ".join(f"{name} {t:.4f} s" for name, t in best.items())
-              + f"; ratio {best['ours'] / theirs:.2f} ({best['ours 1 thread'] / theirs:.2f} on "
-              f"one thread); training accuracy {acc_ours:.4f} / {acc_theirs:.4f}")
-        for name in ("ours", "ours 1 thread"):
+              + ", ".join(f"{name} {t:.4f} s ({t / theirs:.2f}x)" for name, t in best.items())
+              + f"; objective after {args.epochs} epochs: "
+              + ", ".join(f"{name} {value:.5f}" for name, value in f.items()))
+        for name in times:
+            if name == "scikit-learn":
+                continue
             ratios = sorted(a / b for a, b in zip(times[name], times["scikit-learn"]))
             print(f"    {name} / scikit-learn in each round: "
                   + " ".join(f"{r:.2f}" for r in ratios) + f", median {np.median(ratios):.2f}")

@@ -1,5 +1,5 @@
 """LLVM instructions numba does not offer, as numba intrinsics: a prefetch hint and the
-atomic loads, stores and fence of the pipelined SGD kernel."""
+atomic loads and stores of the two-thread SGD kernel."""
 
 from llvmlite import ir
 from numba import types
@@ -37,15 +37,6 @@ def store_release(typingctx, array, index, value):
         builder.store_atomic(value, _address(context, builder, signature, args), "release", 8)
         return context.get_dummy_value()
     return types.void(array, index, value), codegen
-
-
-@intrinsic
-def fence(typingctx):
-    """A sequentially consistent fence."""
-    def codegen(context, builder, signature, args):
-        builder.fence("seq_cst")
-        return context.get_dummy_value()
-    return types.void(), codegen
 
 
 def _address(context, builder, signature, args):

@@ -18,8 +18,8 @@ Sparse steps stay O(nnz of the row), never O(n_features):
   just-in-time updates), and all coordinates at the end of an epoch.
 - SDCA updates w by the change of one dual variable times the row.
 
-SGD's pipelined kernel shares an epoch's dot products between two threads, taking the
-serial kernel's steps bit for bit (:func:`sgd_rows_pipelined`).
+SGD with delayed updates shares an epoch's dot products between two threads, each stepping
+its own copy of v (:func:`sgd_rows_parallel`).
 """
 
 import math
@@ -30,7 +30,7 @@ from numba import njit, prange
 from ..losses._scalar import HINGE
 from ..losses._scalar import conjugate_with_params as conjugate
 from ..losses._scalar import derivatives_with_params as derivatives
-from ._intrinsics import fence, load_acquire, store_release
+from ._intrinsics import load_acquire, store_release
 from .linear import prefetch_rows, row_axpy, row_dot, row_dot_norm2, row_norm2, row_span
 
 # state[...] of the SGD kernels
@@ -75,9 +75,9 @@ def _sgd_fold_scale(v, state, averaging):
 
 @njit(cache=True, nogil=True, inline="always")
 def _sgd_step(indptr, indices, data, y, i, xv, v, avg_u, state, bias, code, sigma, theta, params,
-              lam, schedule, eta0, power_t, t0, radius, avg_start, ctl):
-    """The step of :func:`sgd_rows` on row i, given xv = x_i.v. A non-empty ``ctl`` (the
-    pipelined kernel's) has its version made odd while v is written."""
+              lam, schedule, eta0, power_t, t0, radius, avg_start, fold):
+    """The step of :func:`sgd_rows` on row i, given xv = x_i.v; ``fold``: fold a small scale
+    into v here (else the caller does, between steps)."""
     averaging = avg_start > 0
     t = state[STEP] + 1.0
     state[STEP] = t
@@ -90,7 +90,6 @@ def _sgd_step(indptr, indices, data, y, i, xv, v, avg_u, state, bias, code, sigm
         if averaging:
             avg_u += state[AVG_C] * v
             state[AVG_C] = 0.0
-        _writing(ctl)
         v[:] = 0.0
         xv = 0.0
         state[V_NORM2] = 0.0
@@ -104,7 +103,6 @@ def _sgd_step(indptr, indices, data, y, i, xv, v, avg_u, state, bias, code, sigm
         delta = coef / state[SCALE]
         if radius > 0.0:
             state[V_NORM2] += delta * (2.0 * xv + delta * row_norm2(indptr, indices, data, i))
-        _writing(ctl)
         row_axpy(indptr, indices, data, i, delta, v)
         if averaging and t >= avg_start:
             row_axpy(indptr, indices, data, i, -state[AVG_C] * delta, avg_u)
@@ -116,141 +114,147 @@ def _sgd_step(indptr, indices, data, y, i, xv, v, avg_u, state, bias, code, sigm
         state[AVG_C] += state[SCALE]
         state[AVG_COUNT] += 1.0
         state[AVG_INTERCEPT] += state[INTERCEPT]
-    if state[SCALE] < _RESCALE_BELOW:
-        _writing(ctl)
+    if fold and state[SCALE] < _RESCALE_BELOW:
         _sgd_fold_scale(v, state, averaging)
-    if ctl.shape[0] and ctl[VERSION] % 2:  # v written: its new version
-        store_release(ctl, VERSION, ctl[VERSION] + 1)
 
 
 @njit(cache=True, nogil=True)
 def sgd_rows(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma, theta, params,
-             lam, schedule, eta0, power_t, t0, radius, avg_start):
+             lam, schedule, eta0, power_t, t0, radius, avg_start, delay=0):
     """SGD steps w <- (1 - eta_t lam) w - eta_t psi'(y_i w.x_i) y_i x_i on rows ``order``.
 
     ``radius`` > 0 projects w onto the ball ||w|| <= radius after every step (Pegasos:
     1 / sqrt(lam)). Steps t >= ``avg_start`` (> 0) are averaged into ``avg_u`` and
-    ``state[AVG_C]`` (ASGD); ``avg_start = 0`` turns averaging off.
+    ``state[AVG_C]`` (ASGD); ``avg_start = 0`` turns averaging off. ``delay`` > 0 takes
+    the steps of SGD with delayed updates (:func:`sgd_rows_parallel`) on this thread.
     """
-    serial = np.empty(0, np.int64)
+    if delay:
+        n = order.shape[0]
+        _chunks(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma, theta,
+                params, lam, schedule, eta0, power_t, t0, radius, avg_start, delay,
+                np.empty(n), np.empty(0), np.zeros(n, np.int64), np.zeros(_CTL_SIZE, np.int64),
+                True)
+        return
     for pos in range(order.shape[0]):
         prefetch_rows(indptr, indices, data, order, pos)
         i = order[pos]
         _sgd_step(indptr, indices, data, y, i, row_dot(indptr, indices, data, i, v), v, avg_u,
                   state, bias, code, sigma, theta, params, lam, schedule, eta0, power_t, t0,
-                  radius, avg_start, serial)
+                  radius, avg_start, True)
 
 
-# ctl[...] of the pipelined SGD, a cache line (8 int64) apart: written by one thread each
-# (VERSION, AT, DONE by the stepping thread, BUSY by the helper), read by the other with
-# acquire loads
-VERSION = 0        # v's version, odd while v is being written
-AT = 8             # the row position being stepped, -1 before the first
-BUSY = 16          # the row position whose dot the helper is computing, -1 none
-DONE = 24          # 1 once the last step is taken
-_CTL_SIZE = 32
-_AHEAD = 16        # the helper computes the dots of at most this many rows ahead
-_WAIT = 20_000     # spins waiting for a dot the helper is computing, before computing it
-_START = 1_000_000  # spins the helper waits for the first step (if both roles run on one
-                    # thread, the helper's may come first), before leaving
+# ctl[...] of sgd_rows_parallel, a cache line (8 int64) apart: written by the lead thread,
+# read by the helper with acquire loads (LEFT: written by the helper)
+CHUNK = 0          # the chunk whose dots the lead is computing (1, 2, ...)
+READY = 8          # the last chunk whose dots are final in ``dots``
+LEFT = 16          # 1 if the helper left before the end: its copy of v is not v
+_CTL_SIZE = 24
+_WAIT = 20_000     # spins the lead waits for a dot the helper is computing
+_START = 1_000_000  # spins the helper waits for the lead's first chunk (if both roles run on
+                    # one thread, the helper's may come first), before leaving
+
+
+@njit(cache=True, nogil=True)
+def sgd_rows_parallel(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma,
+                      theta, params, lam, schedule, eta0, power_t, t0, radius, avg_start, delay,
+                      replica, replica_state):
+    """SGD with delayed updates (``delay`` = K >= 1) on two threads, each with its own copy
+    of v: the lead's ``v`` and ``state``, the helper's ``replica`` and ``replica_state``
+    (equal to them on entry).
+
+    The rows go in chunks of K: every step of a chunk takes its dot x_i.v at the v of the
+    chunk's start, so it misses the writes of the steps before it in its chunk (Langford,
+    Smola & Zinkevich's delayed updates; K = 1 is serial SGD). An epoch is nearly all dot
+    products in random row order, each waiting on scattered reads of v: the two threads
+    compute a chunk's dots half each, and both then take the chunk's steps from those
+    dots, each on its own copy. The same arithmetic in the same order keeps the copies
+    equal to the bit, and no line of v is written by one core and read by the other
+    (sharing one v, whose lines then move between the cores at every write, made news20's
+    epoch slower on two threads than on one). The lead never waits: it computes the dots
+    of its half, takes the helper's where they are ready and computes the others; a
+    helper that falls behind catches up by taking the steps alone. A scale that becomes
+    small is folded into v at a chunk's end. The steps are those of :func:`sgd_rows` with
+    the same ``delay``, on one thread.
+
+    Returns True when the helper's copy equals v at the end (not when the helper left
+    early: the caller then copies v again before the next call).
+    """
+    n = order.shape[0]
+    ctl = np.zeros(_CTL_SIZE, np.int64)
+    _two_roles(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma, theta,
+               params, lam, schedule, eta0, power_t, t0, radius, avg_start, delay, replica,
+               replica_state, np.empty(n), np.empty(n), np.zeros(n, np.int64), ctl)
+    return ctl[LEFT] == 0
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def sgd_rows_pipelined(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma,
-                       theta, params, lam, schedule, eta0, power_t, t0, radius, avg_start):
-    """:func:`sgd_rows` on two threads, with the same result bit for bit.
-
-    An epoch is nearly all dot products x_i.v in random row order, each waiting on
-    scattered reads of v (on news20 with the hinge loss, 2-5% of the steps change v), and
-    each step needs the one before it only through v. So a helper thread computes the dots
-    of the next rows with the same code, while v is unchanged, and the stepping thread
-    takes them or, where none is ready, computes its own. Writes of v make its version odd
-    (a sequence lock): a dot is used only if v's version was the same, even, before and
-    after it was computed, so every dot equals the serial kernel's. Neither thread waits
-    on the other for long: if the helper is late or never runs, the steps are the serial
-    kernel's.
-    """
-    n = order.shape[0]
-    # row position k's dot, in the cache line of its mark (1 + the version of v it was
-    # computed at, 0 none): ready[2k] the mark, dots[2k + 1] the dot
-    ready = np.zeros(2 * n, np.int64)
-    dots = ready.view(np.float64)
-    ctl = np.zeros(_CTL_SIZE, np.int64)
-    ctl[AT] = -1
-    ctl[BUSY] = -1
+def _two_roles(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma, theta,
+               params, lam, schedule, eta0, power_t, t0, radius, avg_start, delay, replica,
+               replica_state, dots, helped, marks, ctl):
+    """The lead and the helper of :func:`sgd_rows_parallel`, one thread each. (Read after
+    the loop in this function, ``ctl`` held what it held before the loop: numba's parfor
+    passes do not see what the functions called in the loop write.)"""
     for role in prange(2):
         if role == 0:
-            _step_rows(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma,
-                       theta, params, lam, schedule, eta0, power_t, t0, radius, avg_start,
-                       dots, ready, ctl)
+            _chunks(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma, theta,
+                    params, lam, schedule, eta0, power_t, t0, radius, avg_start, delay, dots,
+                    helped, marks, ctl, True)
         else:
-            _dots_ahead(indptr, indices, data, order, v, dots, ready, ctl)
+            _chunks(indptr, indices, data, y, order, replica, np.empty(0), replica_state, bias,
+                    code, sigma, theta, params, lam, schedule, eta0, power_t, t0, radius, 0,
+                    delay, dots, helped, marks, ctl, False)
 
 
 @njit(cache=True, nogil=True)
-def _step_rows(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma, theta,
-               params, lam, schedule, eta0, power_t, t0, radius, avg_start, dots, ready, ctl):
-    """The stepping thread of :func:`sgd_rows_pipelined`."""
-    for pos in range(order.shape[0]):
-        store_release(ctl, AT, pos)
-        mark = ctl[VERSION] + 1
-        if load_acquire(ready, 2 * pos) != mark and load_acquire(ctl, BUSY) == pos:
-            for _ in range(_WAIT):
-                if load_acquire(ready, 2 * pos) == mark or load_acquire(ctl, BUSY) != pos:
-                    break
-        i = order[pos]
-        if load_acquire(ready, 2 * pos) == mark:
-            xv = dots[2 * pos + 1]
-        else:
-            prefetch_rows(indptr, indices, data, order, pos)
-            xv = row_dot(indptr, indices, data, i, v)
-        _sgd_step(indptr, indices, data, y, i, xv, v, avg_u, state, bias, code, sigma, theta,
-                  params, lam, schedule, eta0, power_t, t0, radius, avg_start, ctl)
-    store_release(ctl, DONE, 1)
-
-
-@njit(cache=True, nogil=True)
-def _dots_ahead(indptr, indices, data, order, v, dots, ready, ctl):
-    """The helper thread of :func:`sgd_rows_pipelined`, until DONE: the dots of every other
-    row from AT + 2 on, at most _AHEAD ahead, at v's present version. The stepping thread
-    computes the rows between meanwhile: taking the next row instead, the helper would make
-    it wait on every other row (news20, hinge, two threads against one, medians of 8
-    pairs: 0.84-0.90 of the time so, 0.71-0.77 every other row)."""
+def _chunks(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma, theta, params,
+            lam, schedule, eta0, power_t, t0, radius, avg_start, delay, dots, helped, marks,
+            ctl, lead):
+    """One thread of :func:`sgd_rows_parallel`: the lead (``lead``) or the helper, which
+    averages nothing (its ``avg_start`` is 0: averaging does not change v)."""
     n = order.shape[0]
-    spins = 0
-    while load_acquire(ctl, AT) < 0:
-        spins += 1
-        if spins > _START:
-            return
-    k, seen = 0, -1
-    while load_acquire(ctl, DONE) == 0:
-        version = load_acquire(ctl, VERSION)
-        if version % 2:
-            continue
-        if version != seen:  # the dots ahead are stale
-            k, seen = 0, version
-        at = load_acquire(ctl, AT)
-        if k < at + 2:
-            k = at + 2
-        if k >= n or k > at + _AHEAD:
-            continue
-        store_release(ctl, BUSY, k)
-        prefetch_rows(indptr, indices, data, order, k)
-        d = row_dot(indptr, indices, data, order[k], v)
-        fence()  # the reads of v above come before the version's second read
-        if load_acquire(ctl, VERSION) == version:
-            dots[2 * k + 1] = d
-            store_release(ready, 2 * k, version + 1)
-            k += 2
-        store_release(ctl, BUSY, -1)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _writing(ctl):
-    """Before a write of v: make the pipelined kernel's version odd (once per step)."""
-    if ctl.shape[0] and ctl[VERSION] % 2 == 0:
-        store_release(ctl, VERSION, ctl[VERSION] + 1)
-        fence()  # the odd version is seen before any write of v
+    if not lead:
+        spins = 0
+        while load_acquire(ctl, CHUNK) == 0:
+            spins += 1
+            if spins > _START:
+                store_release(ctl, LEFT, 1)
+                return
+    for chunk in range(1, (n + delay - 1) // delay + 1):
+        lo = (chunk - 1) * delay
+        hi = min(n, lo + delay)
+        mid = lo + (hi - lo) // 2
+        if lead:
+            store_release(ctl, CHUNK, chunk)
+            for pos in range(mid, hi):
+                prefetch_rows(indptr, indices, data, order, pos)
+                dots[pos] = row_dot(indptr, indices, data, order[pos], v)
+            for pos in range(mid - 1, lo - 1, -1):  # the helper's half, from its end
+                if pos > lo and load_acquire(marks, pos - 1) == chunk:
+                    # the helper is on this row: wait for it a while
+                    for _ in range(_WAIT):
+                        if load_acquire(marks, pos) == chunk:
+                            break
+                if load_acquire(marks, pos) == chunk:  # the helper has done lo..pos
+                    dots[lo:pos + 1] = helped[lo:pos + 1]
+                    break
+                dots[pos] = row_dot(indptr, indices, data, order[pos], v)
+            store_release(ctl, READY, chunk)
+        else:
+            for pos in range(lo, mid):
+                if load_acquire(ctl, READY) >= chunk:
+                    break
+                prefetch_rows(indptr, indices, data, order, pos)
+                helped[pos] = row_dot(indptr, indices, data, order[pos], v)
+                store_release(marks, pos, chunk)
+            while load_acquire(ctl, READY) < chunk:
+                pass
+        for pos in range(lo, hi):  # the helper's own dots equal the lead's to the bit
+            xv = dots[pos] if lead or load_acquire(marks, pos) != chunk else helped[pos]
+            _sgd_step(indptr, indices, data, y, order[pos], xv, v, avg_u, state, bias,
+                      code, sigma, theta, params, lam, schedule, eta0, power_t, t0, radius,
+                      avg_start, False)
+        if state[SCALE] < _RESCALE_BELOW:
+            _sgd_fold_scale(v, state, avg_start > 0)
 
 
 # state[...] of SVRG

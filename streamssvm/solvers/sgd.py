@@ -19,6 +19,8 @@ solver for SVM", Mathematical Programming 127 (2011): eta_t = 1 / (lam t) and th
 onto ||w|| <= 1 / sqrt(lam).
 W. Xu, "Towards optimal one pass large scale learning with averaged stochastic gradient
 descent", arXiv:1107.2490 (2011): the sparse form of the averaged iterate.
+J. Langford, A. J. Smola, M. Zinkevich, "Slow learners are fast", NIPS 2009: SGD with
+delayed updates (``delay``).
 """
 
 import math
@@ -38,7 +40,9 @@ class SGDState:
     """What SGD carries between epochs and between ``partial_fit`` calls.
 
     w = ``state[SCALE]`` * ``v`` (features) and ``state[INTERCEPT]``; with averaging,
-    sum_k w_k = ``avg_u`` + ``state[AVG_C]`` * ``v`` over ``state[AVG_COUNT]`` steps.
+    sum_k w_k = ``avg_u`` + ``state[AVG_C]`` * ``v`` over ``state[AVG_COUNT]`` steps. With a
+    delay, the two-thread kernel's helper steps a copy of v and of the state (made when
+    first needed, kept between calls while it stays equal).
 
     Parameters
     ----------
@@ -46,15 +50,43 @@ class SGDState:
     fit_intercept : bool
     average : bool or int
         Average the iterates from step 1 (True) or from step ``average`` (an int >= 1).
+    delay : int
+        0: serial SGD. K > 0: SGD with updates delayed by up to K - 1 steps, on two threads
+        when there are two (see :func:`~streamssvm.kernels.stochastic.sgd_rows_parallel`).
     """
 
-    def __init__(self, n_features, fit_intercept, average=False):
+    def __init__(self, n_features, fit_intercept, average=False, delay=0):
+        check_delay(delay, False)
         self.n_features, self.fit_intercept = n_features, bool(fit_intercept)
         self.avg_start = _average_start(average)
+        self.delay = int(delay)
         self.v = np.zeros(n_features)
         self.avg_u = np.zeros(n_features if self.avg_start else 0)
         self.state = np.zeros(sk.SGD_STATE_SIZE)
         self.state[sk.SCALE] = 1.0
+        self.replica = self.replica_state = None
+        self.replica_equal = False
+
+    def rows(self, block, rows, objective, schedule, threads):
+        """The steps on ``rows`` of ``block``: with a delay, on two threads when ``threads``
+        > 1."""
+        code, sigma, theta, params = objective.loss_args
+        args = (block.indptr, block.indices, block.data, block.y, rows, self.v, self.avg_u,
+                self.state, objective.bias, code, sigma, theta, params, objective.lam,
+                schedule.code, schedule.eta0, schedule.power_t, schedule.t0, schedule.radius,
+                self.avg_start, self.delay)
+        if threads < 2 or not self.delay:
+            sk.sgd_rows(*args)
+            self.replica_equal = False
+            return
+        if self.replica is None:
+            self.replica = np.empty_like(self.v)
+            # a cache line of its own each side: the two threads write their states at
+            # every step
+            self.replica_state = np.zeros(sk.SGD_STATE_SIZE + 16)[8:8 + sk.SGD_STATE_SIZE]
+        if not self.replica_equal:
+            self.replica[:], self.replica_state[:] = self.v, self.state
+        self.replica_equal = sk.sgd_rows_parallel(*args, self.replica, self.replica_state)
 
     def start_at(self, w0):
         """Set w = ``w0`` (array of shape (n_variables,)) before the first step."""
@@ -62,6 +94,7 @@ class SGDState:
         if w0.shape != (self.n_variables,):
             raise ValueError(f"w0 has shape {w0.shape}, expected ({self.n_variables},)")
         self.v[:] = w0[:self.n_features]
+        self.replica_equal = False
         self.state[sk.SCALE] = 1.0
         self.state[sk.V_NORM2] = float(self.v @ self.v)
         if self.fit_intercept:
@@ -86,6 +119,17 @@ class SGDState:
             coef = self.state[sk.SCALE] * self.v
             intercept = self.state[sk.INTERCEPT]
         return np.append(coef, intercept) if self.fit_intercept else coef
+
+
+def check_delay(delay, project):
+    """Raise if SGD cannot take its steps with this ``delay``: the projection (``project``)
+    takes ||w|| from each step's exact dot."""
+    if not (isinstance(delay, (int, np.integer)) and not isinstance(delay, bool)
+            and delay >= 0):
+        raise ValueError(f"delay must be an integer >= 0, got {delay!r}")
+    if delay and project:
+        raise ValueError("delay needs project=False: the projection onto the ball takes "
+                         "||w|| from each step's exact dot product")
 
 
 def _average_start(average):
@@ -138,31 +182,18 @@ class Schedule:
         self.radius = 1.0 / math.sqrt(objective.lam) if project else 0.0
 
 
-# Rows of at least this many nonzeros on average make a block's dots long enough to share
-# between two threads (sgd_rows_pipelined). news20 with the hinge loss, time per epoch on
-# two threads against one: all rows (440 nonzeros on average) 0.71-0.90; rows of 400 or
-# more (862) 0.76; of 200-400 0.95; of 100-200 0.97; under 100 1.45; a9a (14) 1.2.
-PIPELINE_NNZ = 256
-
-
 def sgd_epoch(objective, sgd_state, schedule, rng):
-    """One epoch of SGD steps over ``objective``'s source (one pass), in place. On blocks of
-    long rows, with two threads or more, a helper computes the dots of the rows ahead (the
-    same steps, bit for bit: :func:`~streamssvm.kernels.stochastic.sgd_rows_pipelined`)."""
-    code, sigma, theta, params = objective.loss_args
-    st = sgd_state
+    """One epoch of SGD steps over ``objective``'s source (one pass), in place. With a delay
+    and two threads or more, the steps run on two threads
+    (:func:`~streamssvm.kernels.stochastic.sgd_rows_parallel`), with the same result."""
     threads = min(objective.n_threads, numba.get_num_threads())
     for block, rows in objective.shuffled_blocks(rng):
-        long_rows = block.nnz >= PIPELINE_NNZ * block.n_rows
-        kernel = sk.sgd_rows_pipelined if threads > 1 and long_rows else sk.sgd_rows
-        kernel(block.indptr, block.indices, block.data, block.y, rows, st.v, st.avg_u, st.state,
-               objective.bias, code, sigma, theta, params, objective.lam, schedule.code,
-               schedule.eta0, schedule.power_t, schedule.t0, schedule.radius, st.avg_start)
+        sgd_state.rows(block, rows, objective, schedule, threads)
 
 
 def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=20,
-        learning_rate="optimal", eta0=0.01, power_t=0.5, average=False, project=False, seed=0,
-        eval_every=1, max_seconds=None, progress=False, checkpoint=None):
+        learning_rate="optimal", eta0=0.01, power_t=0.5, average=False, project=False, delay=0,
+        seed=0, eval_every=1, max_seconds=None, progress=False, checkpoint=None):
     """Minimise ``objective`` by stochastic gradient descent.
 
     Parameters
@@ -177,6 +208,12 @@ def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
         See :class:`Schedule`.
     average : bool or int
         Return the average of the iterates (ASGD) from step 1 or from step ``average``.
+    delay : int
+        0: serial SGD, on one thread. K > 0: each step sees the writes of the up to K - 1
+        steps before it in its chunk of K rows only at the chunk's start (SGD with delayed
+        updates), and two threads share an epoch's dots
+        (:func:`~streamssvm.kernels.stochastic.sgd_rows_parallel`); the steps are the same
+        on one thread or two. Not with ``project``.
     seed : int
         Seed of the visiting order: a run is reproducible bit for bit.
     eval_every : int
@@ -193,16 +230,17 @@ def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
         ``history`` has one entry per epoch (``f``, ``grad_norm`` where evaluated).
     """
     return _run("sgd", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
-                max_seconds, seed, progress, checkpoint, average,
+                max_seconds, seed, progress, checkpoint, average, delay,
                 dict(learning_rate=learning_rate, eta0=eta0, power_t=power_t, project=project))
 
 
 def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every, max_seconds,
-         seed, progress, checkpoint, average, schedule_options):
+         seed, progress, checkpoint, average, delay, schedule_options):
+    check_delay(delay, schedule_options["project"])
+    schedule = Schedule(objective, **schedule_options)
+    state = SGDState(objective.n_features, bool(objective.bias), average, delay)
     run = EpochRun(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
                    max_seconds, seed, progress, checkpoint)
-    schedule = Schedule(objective, **schedule_options)
-    state = SGDState(objective.n_features, bool(objective.bias), average)
     if run.resumed is not None:
         state.v[:], state.avg_u, state.state[:] = (run.resumed["v"], run.resumed["avg_u"],
                                                    run.resumed["state"])
@@ -222,5 +260,5 @@ def pegasos(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max
     ||w|| <= 1 / sqrt(lam) (the paper compares it with the hinge loss). Parameters as
     :func:`sgd`."""
     return _run("pegasos", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
-                max_seconds, seed, progress, checkpoint, average,
+                max_seconds, seed, progress, checkpoint, average, 0,
                 dict(learning_rate="pegasos", project=project))
