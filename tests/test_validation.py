@@ -45,6 +45,16 @@ def test_duplicates_summing_to_infinity_refused():
     X_ = sp.coo_matrix(([big, big], ([0, 0], [1, 1])), shape=(2, 3))  # one entry, twice
     with pytest.raises(ValueError, match="X holds NaN or infinite values"):
         InMemorySource(X_, [1, -1])
+    X_ = sp.csr_matrix(([big, big], [1, 1], [0, 2, 2]), shape=(2, 3))  # CSR, summed here
+    with pytest.raises(ValueError, match="X holds NaN or infinite values"):
+        InMemorySource(X_, [1, -1])
+
+
+def test_values_beyond_float32_refused():
+    X_ = sp.csr_matrix(np.array([[1e300, 0.0], [0.0, 1.0]]))
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        with pytest.raises(ValueError, match="X holds NaN or infinite values"):
+            InMemorySource(X_, [1, -1], value_dtype=np.float32)
 
 
 @pytest.mark.parametrize("kwargs, message", [

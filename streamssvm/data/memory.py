@@ -77,12 +77,15 @@ class InMemorySource(BlockSource):
         if value_dtype is not None and np.dtype(value_dtype) not in (np.float32, np.float64):
             raise ValueError(f"{self.name}: value_dtype must be float32 or float64, got "
                              f"{value_dtype!r}")
+        checked = X.dtype  # as_csr found X's values finite in this type
         X = X.astype(value_dtype or (X.dtype if X.dtype in (np.float32, np.float64)
                                      else np.float64), copy=False)
+        # a narrower type or a sum of duplicates may overflow
+        check = X.dtype != checked or not X.has_canonical_format
         if not X.has_canonical_format:
             X = X.copy()
             X.sum_duplicates()
-        if X.nnz and not np.all(np.isfinite(X.data)):  # a sum of duplicates may overflow
+        if check and X.nnz and not np.all(np.isfinite(X.data)):
             raise ValueError(f"{self.name}: X holds NaN or infinite values")
         if not X.shape[0]:
             raise ValueError(f"{self.name}: X has no rows")
