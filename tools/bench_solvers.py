@@ -1,13 +1,13 @@
 """Benchmark of the first-order and stochastic solvers, side by side in one run (issue 5).
 
 Prints, on one training file:
-  (a) seconds per SGD epoch (hinge, alpha = lambda, no intercept) of ours (all threads, and
-      one thread; and with --delay K, SGD with delayed updates on all threads) against
-      scikit-learn's SGDClassifier on the same in-memory matrix, in --rounds rounds that
-      run them one after the other: the best of the rounds, the ratio, each round's own
-      ratio, and the training objectives; against the dots every epoch computes on that
-      matrix: one thread's X w in storage order and in a random row order (floors), and the
-      random order cut between all threads (the floor of an exact split of an epoch's dots);
+  (a) seconds per SGD epoch (hinge, alpha = lambda, no intercept) of ours (serial SGD, and
+      SGD with updates delayed by --delay on all threads) against scikit-learn's
+      SGDClassifier on the same in-memory matrix, in --rounds rounds that run them one
+      after the other: the best of the rounds, the ratio, each round's own ratio, and the
+      training objectives; against the dots every epoch computes on that matrix: one
+      thread's X w in storage order and in a random row order (floors), and the random
+      order cut between all threads (the floor of an epoch that splits its dots);
   (b) (with --ooc STORE) seconds per SGD epoch from a store evicted from the page cache,
       under ../shared/bin/run-capped with --cap-mb, with the store's size over the cap and
       the peak memory;
@@ -53,22 +53,22 @@ def load(path):
     return X, y.astype(np.float64)
 
 
-def sgd_epochs(X, y, lam, epochs, rounds, delay=0):
-    """Seconds per epoch of hinge SGD in ``rounds`` rounds, each ours on all threads, ours on
-    one thread, (with ``delay``) ours with that delay on all threads and scikit-learn's one
-    after the other: ``{name: [seconds per round]}``; and each one's training objective."""
+def sgd_epochs(X, y, lam, epochs, rounds, delay):
+    """Seconds per epoch of hinge SGD in ``rounds`` rounds, each ours (serial), ours with
+    ``delay`` (if not 0) on all threads and scikit-learn's one after the other: ``{name:
+    [seconds per round]}``; and each one's training objective."""
     from sklearn.linear_model import SGDClassifier
 
-    ours = {"ours": (None, 0), "ours 1 thread": (1, 0)}
+    ours = {"ours": 0}
     if delay:
-        ours[f"ours delay={delay}"] = (None, delay)
-    for n, k in ours.values():  # compile or load every kernel the rounds take
-        OnlineTrainer(loss="hinge", lam=lam, n_threads=n, delay=k).partial_fit(X, y)
+        ours[f"ours delay={delay}"] = delay
+    for k in ours.values():  # compile or load every kernel the rounds take
+        OnlineTrainer(loss="hinge", lam=lam, delay=k).partial_fit(X, y)
     times = {name: [] for name in [*ours, "scikit-learn"]}
     coef = {}
     for _ in range(rounds):
-        for name, (n, k) in ours.items():
-            trainer = OnlineTrainer(loss="hinge", lam=lam, seed=0, n_threads=n, delay=k)
+        for name, k in ours.items():
+            trainer = OnlineTrainer(loss="hinge", lam=lam, seed=0, delay=k)
             start = time.perf_counter()
             trainer.partial_fit(X, y, epochs=epochs)
             times[name].append((time.perf_counter() - start) / epochs)
@@ -190,7 +190,8 @@ def main(argv=None):
     p.add_argument("--loss", default="psi_g:sigma=0.125")
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--rounds", type=int, default=5, help="rounds of (a)")
-    p.add_argument("--delay", type=int, default=0, help="SGD's delay for a row of (a)")
+    p.add_argument("--delay", type=int, default=16,
+                   help="SGD's delay for a row of (a) (0: none; default %(default)s)")
     p.add_argument("--ooc", metavar="STORE", help="store for the out-of-core SGD epoch")
     p.add_argument("--cap-mb", type=int, default=500)
     p.add_argument("--budget", type=float, default=30.0, help="seconds per solver in (c)")
@@ -221,9 +222,11 @@ def main(argv=None):
         split = dot_floor(X, args.epochs, order, threads)
         print(f"    floors, one thread: X w (the dots an epoch cannot skip) {floor:.4f} s, in a "
               f"random row order {shuffled:.4f} s ({shuffled / theirs:.2f}x scikit-learn); ours "
-              f"{best['ours 1 thread'] / shuffled:.2f}x the latter on one thread")
-        print(f"    {threads} threads' dots in that order (an exact split's floor) {split:.4f} s, "
-              f"{split / theirs:.2f}x scikit-learn; ours on {threads} threads {best['ours'] / split:.2f}x it")
+              f"{best['ours'] / shuffled:.2f}x the latter")
+        shared = f"ours delay={args.delay}" if args.delay else "ours"
+        print(f"    {threads} threads' dots in that order (the floor of an epoch that splits its "
+              f"dots) {split:.4f} s, {split / theirs:.2f}x scikit-learn; {shared} "
+              f"{best[shared] / split:.2f}x it")
     if "b" in sections and args.ooc:
         size_mb = os.path.getsize(args.ooc) / 2**20
         seconds, peak = ooc_epoch(args.ooc, args.cap_mb, args.lam, 1)

@@ -31,7 +31,8 @@ from ..losses._scalar import HINGE
 from ..losses._scalar import conjugate_with_params as conjugate
 from ..losses._scalar import derivatives_with_params as derivatives
 from ._intrinsics import load_acquire, store_release
-from .linear import prefetch_rows, row_axpy, row_dot, row_dot_norm2, row_norm2, row_span
+from .linear import (prefetch_row, prefetch_rows, row_axpy, row_dot, row_dot_norm2, row_norm2,
+                     row_span)
 
 # state[...] of the SGD kernels
 SCALE = 0          # w = scale * v
@@ -226,7 +227,7 @@ def _chunks(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma,
         if lead:
             store_release(ctl, CHUNK, chunk)
             for pos in range(mid, hi):
-                prefetch_rows(indptr, indices, data, order, pos)
+                prefetch_rows(indptr, indices, data, order, pos, hi)
                 dots[pos] = row_dot(indptr, indices, data, order[pos], v)
             for pos in range(mid - 1, lo - 1, -1):  # the helper's half, from its end
                 if pos > lo and load_acquire(marks, pos - 1) == chunk:
@@ -243,11 +244,15 @@ def _chunks(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma,
             for pos in range(lo, mid):
                 if load_acquire(ctl, READY) >= chunk:
                     break
-                prefetch_rows(indptr, indices, data, order, pos)
+                prefetch_rows(indptr, indices, data, order, pos, mid)
                 helped[pos] = row_dot(indptr, indices, data, order[pos], v)
                 store_release(marks, pos, chunk)
             while load_acquire(ctl, READY) < chunk:
                 pass
+        # this thread's first two rows of the next chunk, to arrive during the steps
+        nxt = hi + (min(n, hi + delay) - hi) // 2 if lead else hi
+        for pos in range(nxt, min(nxt + 2, n)):
+            prefetch_row(indptr, indices, data, order[pos])
         for pos in range(lo, hi):  # the helper's own dots equal the lead's to the bit
             xv = dots[pos] if lead or load_acquire(marks, pos) != chunk else helped[pos]
             _sgd_step(indptr, indices, data, y, order[pos], xv, v, avg_u, state, bias,
