@@ -324,16 +324,19 @@ def test_train_stream_runs_every_solver_and_records_its_defaults(data):
     assert model.params["max_iter"] == 20 and model.params["seed"] == 3
 
 
+@pytest.mark.parametrize("delay", [0, 8])
 @pytest.mark.parametrize("n_threads", [None, 1])
-def test_online_trainer_resumes_exactly(data, tmp_path, n_threads):
+def test_online_trainer_resumes_exactly(data, tmp_path, n_threads, delay):
     """Also on another number of threads than the state was saved from (a machine's
-    setting, not saved)."""
+    setting, not saved), and with a delay (saved)."""
     X, y = data
     halves = [(X[:1500], y[:1500]), (X[1500:], y[1500:])]
-    straight = streamssvm.OnlineTrainer(loss="hinge", lam=LAM, average=True, seed=5)
+    straight = streamssvm.OnlineTrainer(loss="hinge", lam=LAM, average=True, delay=delay,
+                                        seed=5)
     for Xb, yb in halves * 2:
         straight.partial_fit(Xb, yb)
-    resumed = streamssvm.OnlineTrainer(loss="hinge", lam=LAM, average=True, seed=5)
+    resumed = streamssvm.OnlineTrainer(loss="hinge", lam=LAM, average=True, delay=delay,
+                                       seed=5)
     resumed.partial_fit(*halves[0]).partial_fit(*halves[1])
     resumed.save(tmp_path / "state.npz")
     resumed = streamssvm.OnlineTrainer.load(tmp_path / "state.npz", n_threads=n_threads)
@@ -583,6 +586,18 @@ def test_delayed_sgd_copies_v_again_after_steps_on_one_thread():
             trainer.partial_fit(X, y)
         np.testing.assert_array_equal(*(t.model().coef_ for t in trainers))
     assert np.any(trainers[0].model().coef_ != 0)
+
+
+def test_delayed_sgd_without_room_for_the_copy_of_v_runs_on_one_thread(monkeypatch):
+    """When a quarter of the memory left cannot hold the helper's copy of v, the steps run
+    on one thread, the same steps (the memory measure is the one thing replaced here)."""
+    sgd_module = sys.modules["streamssvm.solvers.sgd"]  # (the package's ``sgd`` is the solver)
+    X, y = _long_rows(n=400)
+    roomy = streamssvm.OnlineTrainer(loss="hinge", lam=1e-4, delay=6).partial_fit(X, y)
+    monkeypatch.setattr(sgd_module, "available_memory_bytes", lambda: 4 * X.shape[1] * 8 - 1)
+    tight = streamssvm.OnlineTrainer(loss="hinge", lam=1e-4, delay=6).partial_fit(X, y)
+    assert roomy.sgd_state.replica is not None and tight.sgd_state.replica is None
+    np.testing.assert_array_equal(roomy.model().coef_, tight.model().coef_)
 
 
 def test_sgd_delay_changes_the_steps_from_two_rows_a_chunk_on():

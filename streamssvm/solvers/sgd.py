@@ -28,6 +28,7 @@ import math
 import numba
 import numpy as np
 
+from .._memory import available_memory_bytes
 from ..kernels import stochastic as sk
 from ..losses._scalar import derivatives_with_params
 from .stochastic import EpochRun
@@ -75,7 +76,7 @@ class SGDState:
                 self.state, objective.bias, code, sigma, theta, params, objective.lam,
                 schedule.code, schedule.eta0, schedule.power_t, schedule.t0, schedule.radius,
                 self.avg_start, self.delay)
-        if threads < 2 or not self.delay:
+        if threads < 2 or not self.delay or not self._replica_room():
             sk.sgd_rows(*args)
             self.replica_equal = False
             return
@@ -87,6 +88,11 @@ class SGDState:
         if not self.replica_equal:
             self.replica[:], self.replica_state[:] = self.v, self.state
         self.replica_equal = sk.sgd_rows_parallel(*args, self.replica, self.replica_state)
+
+    def _replica_room(self):
+        """Whether the helper's copy of v exists or a quarter of the memory the process may
+        still use holds it (else the steps run on one thread: the same steps)."""
+        return self.replica is not None or 4 * self.v.nbytes <= available_memory_bytes()
 
     def start_at(self, w0):
         """Set w = ``w0`` (array of shape (n_variables,)) before the first step."""
