@@ -50,16 +50,15 @@ def row_span(indptr, i):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def prefetch_rows(indptr, indices, data, order, pos, end=-1):
-    """Before row ``order[pos]``: ask the caches for the nonzeros of ``order[pos + 2]``
-    (if pos + 2 is before ``end``, -1: the end of ``order``). Rows in random order defeat
-    the hardware's prefetcher, and each row's first lines would wait on memory (news20,
-    one thread, a bare loop of dot products in random order: 13.4 ms, 11.2 ms so).
-    Prefetching the entries of v that the next row reads, too, had paid on an earlier
-    machine (34-35 -> 24-28 ms with both); on this one, whose 260 MB L3 holds v, that
-    second read of the row's indices cost more than it saved (16.6 ms with it alone,
-    14.3 ms with both)."""
-    if pos + 2 < (order.shape[0] if end < 0 else end):
+def prefetch_rows(indptr, indices, data, order, pos):
+    """Before row ``order[pos]``: ask the caches for the nonzeros of ``order[pos + 2]``.
+    Rows in random order defeat the hardware's prefetcher, and each row's first lines
+    would wait on memory (news20, one thread, a bare loop of dot products in random
+    order: 13.4 ms, 11.2 ms so). Prefetching the entries of v that the next row reads,
+    too, had paid on an earlier machine (34-35 -> 24-28 ms with both); on this one, whose
+    260 MB L3 holds v, that second read of the row's indices cost more than it saved
+    (16.6 ms with it alone, 14.3 ms with both)."""
+    if pos + 2 < order.shape[0]:
         prefetch_row(indptr, indices, data, order[pos + 2])
 
 
