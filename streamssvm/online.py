@@ -41,10 +41,10 @@ class OnlineTrainer:
         Pegasos' projection (default: on for Pegasos, off for SGD).
     fit_intercept : bool
     intercept_scaling : float
-    seed : int
     delay : int
         0: serial SGD, on one thread; K > 0: SGD with updates delayed by up to K - 1 steps,
         on two threads (see :func:`streamssvm.solvers.sgd`).
+    seed : int
     n_threads : int, optional
         Threads (default numba's): with two and a delay, the dot products of an epoch
         are shared between them; the steps are the same on one thread or two.
