@@ -602,11 +602,13 @@ def test_delayed_sgd_without_room_for_the_copy_of_v_runs_on_one_thread(monkeypat
 
 def test_sgd_delay_changes_the_steps_from_two_rows_a_chunk_on():
     """A chunk of one row sees every write before it: ``delay=1`` is serial SGD to the bit;
-    longer chunks miss writes and take other steps (where they lead: REACH)."""
+    longer chunks miss writes and take other steps (where they lead: REACH); a delay of
+    more rows than there are is one chunk an epoch."""
     X, y = _long_rows(n=500)
-    coef = {k: _train_sgd(X, y, delay=k).coef_ for k in (0, 1, 4)}
+    coef = {k: _train_sgd(X, y, delay=k).coef_ for k in (0, 1, 4, 500, 2**63 - 1)}
     np.testing.assert_array_equal(coef[0], coef[1])
     assert not np.array_equal(coef[0], coef[4])
+    np.testing.assert_array_equal(coef[500], coef[2**63 - 1])  # one chunk an epoch
 
 
 @pytest.mark.parametrize("delay, project, message", [

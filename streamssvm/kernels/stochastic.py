@@ -223,7 +223,7 @@ def _chunks(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma,
             if spins > _START:
                 store_release(ctl, LEFT, 1)
                 return
-    for chunk in range(1, (n + delay - 1) // delay + 1):
+    for chunk in range(1, (n - 1) // delay + 2):  # ceil(n / delay) chunks, no overflow
         lo = (chunk - 1) * delay
         hi = min(n, lo + delay)
         mid = lo + (hi - lo) // 2
