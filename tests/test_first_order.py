@@ -539,19 +539,20 @@ def _long_rows(n=2000, d=200_000, row_nnz=300, seed=0, constant=0.0):
 
 
 SGD_CASES = [
-    dict(loss="hinge"),  # few steps change v
-    dict(loss="psi_g"),  # every step does
-    dict(loss="hinge", average=True, fit_intercept=True),
-    dict(loss="hinge", solver="pegasos"),  # w set to 0 at step 1, then projected
+    pytest.param(dict(loss="hinge"), id="hinge"),  # few steps change v
+    pytest.param(dict(loss="psi_g"), id="psi_g"),  # every step does
+    pytest.param(dict(loss="hinge", average=True, fit_intercept=True), id="average-intercept"),
+    # w set to 0 at step 1, then projected
+    pytest.param(dict(loss="hinge", solver="pegasos"), id="pegasos"),
     # scale folded into v on steps that change nothing else: w halves at each step and
     # the constant feature keeps most margins above 1 for a dozen steps after an update
-    dict(loss="hinge", learning_rate="constant", eta0=1.0, lam=0.5),
-    dict(loss="hinge", delay=16),
-    dict(loss="psi_g", delay=5, average=True, fit_intercept=True),
-    dict(loss="hinge", learning_rate="constant", eta0=1.0, lam=0.5, delay=8),
+    pytest.param(dict(loss="hinge", learning_rate="constant", eta0=1.0, lam=0.5), id="fold"),
+    pytest.param(dict(loss="hinge", delay=16), id="delay"),
+    pytest.param(dict(loss="psi_g", delay=5, average=True, fit_intercept=True),
+                 id="delay-average"),
+    pytest.param(dict(loss="hinge", learning_rate="constant", eta0=1.0, lam=0.5, delay=8),
+                 id="delay-fold"),
 ]
-SGD_IDS = ["hinge", "psi_g", "average-intercept", "pegasos", "fold", "delay", "delay-average",
-           "delay-fold"]
 
 
 def _train_sgd(X, y, **options):
@@ -562,7 +563,7 @@ def _train_sgd(X, y, **options):
         return streamssvm.train_stream(X, y, **options)
 
 
-@pytest.mark.parametrize("options", SGD_CASES, ids=SGD_IDS)
+@pytest.mark.parametrize("options", SGD_CASES)
 def test_sgd_on_two_threads_takes_the_one_thread_steps_bit_for_bit(options):
     """The two threads, each stepping its own copy of v from shared dots, take the steps
     of one thread: the models are equal to the bit (with ``delay`` 0, those of serial
