@@ -1,27 +1,19 @@
 """Line-search Newton against TRON, segment values from margins, the curved-row cache."""
 
-import lzma
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_svmlight_file
+from shared_data import load_shared
 
 from streamssvm.data import InMemorySource, Store, write_store
 from streamssvm.objective import SmoothSVMObjective
 from streamssvm.solvers import newton, tron
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-
 
 @pytest.fixture(scope="module")
 def a9a():
-    with lzma.open(DATA / "a9a.svm.xz") as fh:
-        X, y = load_svmlight_file(fh, n_features=123)
-    X = X[:8000].astype(np.float64)
-    X.indices = X.indices.astype(np.int32)
-    return X, y[:8000]
+    return load_shared("a9a", n_rows=8000, n_features=123)
 
 
 @pytest.fixture(scope="module")
