@@ -260,6 +260,7 @@ def test_kept_cg_path_takes_the_steps_of_solving_again(small_problem, loss, sigm
 def test_kept_cg_path_step_equals_a_new_solve(small_problem, preconditioned, capacity):
     """_CGPath.step_within gives, for each smaller radius, the step and model value of
     a new Steihaug CG solve, or None when it kept too few directions to know it."""
+    from streamssvm.solvers.common import PreconditionedCG
     from streamssvm.solvers.tron import _CGPath, _trust_region_cg
 
     objective = make_objective(small_problem, "squared_hinge", None, 1e-5)
@@ -267,13 +268,15 @@ def test_kept_cg_path_step_equals_a_new_solve(small_problem, preconditioned, cap
     precond = (1 + np.random.default_rng(1).uniform(0, 3, objective.n_variables)
                if preconditioned else None)
     path = _CGPath(objective.n_variables, capacity * 8 * objective.n_variables)
-    s, _, steps, _ = _trust_region_cg(objective, state, precond, 1e6, 1e-8, path)
+    cg, fresh_cg = (PreconditionedCG(objective.n_variables, 2) for _ in range(2))
+    s, _, steps, _ = _trust_region_cg(objective, state, precond, 1e6, 1e-8, cg, path)
     assert path.state is state and steps > 8
     kept = len(path.directions)
     assert kept == min(capacity, steps) - (capacity < steps)
     norm = np.sqrt(float(s @ (s if precond is None else precond * s)))
     for radius in norm * np.array([0.9, 0.5, 0.1, 1e-3]):
-        fresh, sr, _, on_boundary = _trust_region_cg(objective, state, precond, radius, 1e-8)
+        fresh, sr, _, on_boundary = _trust_region_cg(objective, state, precond, radius, 1e-8,
+                                                     fresh_cg)
         assert on_boundary
         found = path.step_within(radius, precond)
         if found is None:  # the step that leaves the region was not kept
@@ -300,12 +303,21 @@ def test_cli_passes_backtrack_on(small_problem, tmp_path):
 @pytest.mark.parametrize("preconditioned", [False, True])
 @pytest.mark.parametrize("model", [False, True])
 def test_fused_cg_sweeps_equal_numpy(n_parts, preconditioned, model):
-    """CG's fused sweeps move s and r, make z = M^-1 r and d = z + beta d (in place or
-    not), and return s.M s, z.r, s.r and s.g (0 without g) after the move and s.Hd and d.r
-    before it, as the numpy expressions do."""
+    """CG's fused sweeps start a solve (s = 0, r = -g, z = M^-1 r, d = z: the numpy
+    expressions to the bit, over whatever the arrays held), move s and r, make z = M^-1 r
+    and d = z + beta d (in place or not), and return s.M s, z.r, s.r and s.g (0 without g)
+    after the move and s.Hd and d.r before it, as the numpy expressions do."""
     rng = np.random.default_rng(40)
     d, hd, s, r, g = rng.standard_normal((5, 1001))
     precond = rng.uniform(0.5, 2.0, 1001) if preconditioned else None
+    z = np.empty(1001) if preconditioned else r
+    z[:] = np.nan
+    kernels.vector.cg_start(g, precond, s, r, z, d, n_parts)
+    np.testing.assert_array_equal(s, np.zeros(1001))
+    np.testing.assert_array_equal(r, -g)
+    np.testing.assert_array_equal(z, -g / precond if preconditioned else -g)
+    np.testing.assert_array_equal(d, z)
+    d, s, r = rng.standard_normal((3, 1001))
     z = np.empty(1001) if preconditioned else r
     s_new, r_new = s + 0.3 * d, r - 0.3 * hd
     z_new = r_new / precond if preconditioned else r_new

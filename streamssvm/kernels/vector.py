@@ -20,6 +20,23 @@ from .linear import _share
 
 
 @njit(cache=True, nogil=True, parallel=True)
+def cg_start(g, precond, s, r, z, d, n_parts):
+    """s = 0, r = -g, z = M^-1 r with a diagonal ``precond`` M (None: z is r, not
+    written) and d = z, into the arrays given: one sweep."""
+    n = s.shape[0]
+    for t in prange(n_parts):
+        lo, hi = _share(n, t, n_parts)
+        for j in range(lo, hi):
+            rj = -g[j]
+            s[j] = 0.0
+            r[j] = rj
+            zj = rj if precond is None else rj / precond[j]
+            if precond is not None:
+                z[j] = zj
+            d[j] = zj
+
+
+@njit(cache=True, nogil=True, parallel=True)
 def cg_move(alpha, d, hd, s, r, precond, z, g, n_parts):
     """s += alpha d, r -= alpha hd and, with a diagonal ``precond`` M (None: the identity),
     z = M^-1 r, in place. Returns (s.M s, z.r, s.r, s.g) after the move, s.g 0 when ``g``

@@ -101,25 +101,33 @@ def m_dot(u, v, precond, work=None):
 
 
 class PreconditionedCG:
-    """The state of preconditioned CG on H s = -g, shared by TRON and Newton.
+    """The state of preconditioned CG on H s = -g, shared by TRON and Newton: made once
+    per run for ``n`` unknowns, and :meth:`start`-ed by every solve.
 
     ``s`` the step, ``r = -g - H s`` the residual, ``z = M^-1 r``, ``d`` the direction,
     ``ztr = z.r``; after :meth:`move`, ``sms`` = s.M s, ``sr`` = s.r and, with ``model``,
     ``sg`` = s.g (the quadratic model is -(sr - sg) / 2), and ``shd`` = s.H d and ``dr``
     = d.r as they were before it. The vector updates are fused parallel sweeps
     (:mod:`~streamssvm.kernels.vector`) on ``n_parts`` threads: with millions of features
-    the vectors come from memory, not cache.
+    the vectors come from memory, not cache. The solves reuse the vectors: fresh ones
+    cost the first touch of their pages at every solve (news20: a start took 7-8 ms so,
+    3.5 ms on kept arrays), so ``s`` and ``d`` are only valid until the next start.
     """
 
-    def __init__(self, g, precond, n_parts, model=False):
-        self.g, self.precond, self.n_parts, self.model = g, precond, n_parts, model
-        self.s = np.zeros_like(g)
-        self.r = -g
-        self.z = self.r if precond is None else self.r / precond
-        self.d = self.z.copy()
-        self.work = np.empty_like(g)
+    def __init__(self, n, n_parts, model=False):
+        self.n_parts, self.model = n_parts, model
+        self.s, self.r, self._z, self._d, self.work = (np.empty(n) for _ in range(5))
+
+    def start(self, g, precond):
+        """Begin a solve of H s = -g preconditioned by the diagonal ``precond`` (None: M =
+        I): s = 0, r = -g, z = M^-1 r, d = z, in one sweep. Returns self."""
+        self.g, self.precond = g, precond
+        self.z = self.r if precond is None else self._z
+        self.d = self._d
+        vector.cg_start(g, precond, self.s, self.r, self.z, self.d, self.n_parts)
         self.ztr = self._ztr_next = float(self.z @ self.r)
         self.sms = self.sr = self.sg = self.shd = self.dr = 0.0
+        return self
 
     def move(self, alpha, hd):
         """s += alpha d, r -= alpha H d, z = M^-1 r: one sweep."""

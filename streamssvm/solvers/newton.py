@@ -23,15 +23,15 @@ import numpy as np
 
 from .common import PreconditionedCG, Run, diag_preconditioner, line_search
 
-def _newton_cg(objective, state, precond, eps_cg):
+def _newton_cg(objective, state, precond, eps_cg, cg):
     """Preconditioned CG on H s = -g, stopped when the quadratic model's decrease stalls:
     j (Q_j - Q_{j-1}) >= cgtol Q_j with cgtol = min(eps_cg, sqrt(||g / lambda||_{M^-1})).
 
     LIBLINEAR takes sqrt(||g||_{M^-1}) on the objective scaled by 1 / lambda; on ours the
     gradient is lambda times smaller, and the tolerance would shrink with lambda (news20,
-    lambda 1e-5: 44 CG steps against LIBLINEAR's 31 to the same eps)."""
-    cg = PreconditionedCG(state.grad, precond, objective.n_threads, model=True)
-    g, d = cg.g, cg.d
+    lambda 1e-5: 44 CG steps against LIBLINEAR's 31 to the same eps). ``cg``: a
+    PreconditionedCG with ``model``, started here."""
+    g, d = state.grad, cg.start(state.grad, precond).d
     cgtol = min(eps_cg, np.sqrt(np.sqrt(cg.ztr) / objective.lam))
     q_prev = 0.0
     steps = 0
@@ -82,13 +82,14 @@ def newton(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_
     run = Run("newton", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress,
               checkpoint, max_seconds)
     rng = np.random.default_rng(seed)
+    cg = PreconditionedCG(objective.n_variables, objective.n_threads, model=True)
     if "rng" in run.resumed:
         rng.bit_generator.state = run.resumed["rng"]
     while run.going():
         state = run.state
         curved = objective.subsampled(state, hessian_sample, rng) if hessian_sample else state
         precond = diag_preconditioner(objective, curved, preconditioner)
-        s, steps = _newton_cg(objective, curved, precond, eps_cg)
+        s, steps = _newton_cg(objective, curved, precond, eps_cg, cg)
         trial, step = line_search(objective, state, s)
         if trial is None:
             run.record(steps, False, step=0.0)

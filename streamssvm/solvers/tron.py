@@ -98,15 +98,16 @@ class _CGPath:
         return s, float(sr + tau * (dr - shd) - tau * tau * dhd)
 
 
-def _trust_region_cg(objective, state, precond, delta, forcing, path=None):
-    """Steihaug-Toint CG on the model g.s + s.H.s / 2 within ||s||_M <= delta.
+def _trust_region_cg(objective, state, precond, delta, forcing, cg, path=None):
+    """Steihaug-Toint CG on the model g.s + s.H.s / 2 within ||s||_M <= delta, by ``cg``
+    (a PreconditionedCG, started here).
 
     Returns the step, s.r for the residual r = -g - H s, the CG steps taken and whether
     the step reached the boundary. Stops when ||r||_{M^-1} <= forcing * ||g||_{M^-1}.
     ``precond`` None is M = I. The steps are kept in ``path`` (a :class:`_CGPath`) if
     given.
     """
-    cg = PreconditionedCG(state.grad, precond, objective.n_threads)
+    cg.start(state.grad, precond)
     if path is not None:
         path.reset(state)
     s = cg.s
@@ -197,6 +198,7 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         run.history[0]["delta"] = delta  # the start's record gets the initial radius too
     path = (_CGPath(len(g), available_memory_bytes() // 8)
             if reuse_cg and not backtrack else None)
+    cg = PreconditionedCG(len(g), objective.n_threads)
     while run.going():
         state = run.state
         kept = (path.step_within(delta, precond)
@@ -209,7 +211,7 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
             if path is not None and not keep:
                 path.reset()  # products from memory: no path (nor an old state) is kept
             s, sr, steps, on_boundary = _trust_region_cg(objective, state, precond, delta,
-                                                          xi_t, path if keep else None)
+                                                          xi_t, cg, path if keep else None)
         trial = objective.evaluate(state.w + s)
         gs = float(state.grad @ s)
         predicted = -0.5 * (gs - sr)
