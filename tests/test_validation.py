@@ -50,6 +50,57 @@ def test_duplicates_summing_to_infinity_refused():
         InMemorySource(X_, [1, -1])
 
 
+@pytest.mark.parametrize("n_parts", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_csr_checks_agree_with_scipy_and_numpy(n_parts, dtype):
+    """The one-read check of the in-memory path finds scipy's canonical format (sorted,
+    no duplicates) and numpy's finiteness on every damage, wherever it sits, and never
+    reads a row whose bounds are wrong."""
+    from streamssvm.kernels import csr_checks
+
+    rng = np.random.default_rng(3)
+    base = sp.random(40, 30, density=0.3, format="csr", random_state=4, dtype=dtype)
+    base.sort_indices()
+
+    def damaged(row, how):
+        indptr, indices, data = base.indptr.copy(), base.indices.copy(), base.data.copy()
+        a, b = indptr[row], indptr[row + 1]
+        if how == "unsorted":
+            indices[a], indices[a + 1] = indices[a + 1], indices[a]
+        elif how == "duplicate":
+            indices[a + 1] = indices[a]
+        elif how in ("nan", "inf", "-inf"):
+            data[rng.integers(a, b)] = float(how)
+        elif how == "bounds":  # a row's end beyond the indices
+            indptr[row + 1] = indptr[-1] + 100
+        return indptr, indices, data
+
+    assert csr_checks(base.indptr, base.indices, base.data, n_parts) == (True, True)
+    rows = [r for r in range(40) if base.indptr[r + 1] - base.indptr[r] >= 2]
+    for row in (rows[0], rows[len(rows) // 2], rows[-1]):
+        for how in ("unsorted", "duplicate", "nan", "inf", "-inf", "bounds"):
+            indptr, indices, data = damaged(row, how)
+            canonical, finite = csr_checks(indptr, indices, data, n_parts)
+            assert finite == bool(np.all(np.isfinite(data))), (row, how)
+            if how != "bounds":  # scipy reads past the indices there
+                reference = sp.csr_matrix((data, indices, indptr), shape=base.shape)
+                assert canonical == reference.has_canonical_format, (row, how)
+            else:
+                assert not canonical
+
+
+def test_unsorted_and_duplicate_entries_train_as_summed():
+    """A CSR matrix with unsorted and repeated entries is the matrix of their sums."""
+    dense = np.array([[0.0, 2.0, 1.0], [1.5, 0.0, 0.0], [0.0, 0.5, 2.0], [1.0, 1.0, 0.0]])
+    messy = sp.csr_matrix(([1.0, 1.0, 1.0, 1.5, 2.0, 0.5, 1.0, 1.0], [2, 1, 1, 0, 2, 1, 1, 0],
+                           [0, 3, 4, 6, 8]), shape=(4, 3))
+    y = [1, -1, 1, -1]
+    kw = dict(loss="squared_hinge", lam=1e-2, tol=1e-10, progress=False)
+    np.testing.assert_array_equal(InMemorySource(messy, y).X.toarray(), dense)
+    np.testing.assert_allclose(train_stream(messy, y, **kw).coef_,
+                               train_stream(sp.csr_matrix(dense), y, **kw).coef_, rtol=1e-12)
+
+
 def test_values_beyond_float32_refused():
     X_ = sp.csr_matrix(np.array([[1e300, 0.0], [0.0, 1.0]]))
     with pytest.warns(RuntimeWarning, match="overflow"):

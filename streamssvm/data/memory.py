@@ -1,8 +1,10 @@
 """An in-memory source: a scipy CSR matrix cut into the same row blocks as a store."""
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
+from .. import kernels
 from .source import Block, BlockSource
 
 DEFAULT_BLOCK_NNZ = 1 << 19
@@ -25,8 +27,14 @@ def as_csr(X, what="X"):
     if X.dtype.kind not in "biuf":
         raise ValueError(f"{what} must hold real numbers, got dtype {X.dtype}")
     X = sp.csr_matrix(X)
-    if X.nnz and not np.all(np.isfinite(X.data)):
-        raise ValueError(f"{what} holds NaN or infinite values")
+    if X.nnz and X.dtype.kind == "f":  # integers are finite
+        # one parallel read for both (news20: 7-8 ms with numpy's and scipy's checks)
+        canonical, finite = kernels.csr_checks(X.indptr, X.indices, X.data,
+                                               numba.get_num_threads())
+        if not finite:
+            raise ValueError(f"{what} holds NaN or infinite values")
+        if canonical:  # else scipy finds what is wrong when asked
+            X.has_canonical_format = True
     return X
 
 

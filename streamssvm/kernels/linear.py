@@ -633,6 +633,33 @@ def column_sums(columns, v, squared, bias, x, lam, scale, n_parts, out):
     return total
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def csr_checks(indptr, indices, data, n_parts):
+    """``(canonical, finite)`` of a CSR matrix in one parallel read: whether every row's
+    indices increase strictly within bounds that never decrease (scipy's canonical
+    format: sorted, no duplicates), and whether every value is finite. The rows, and the
+    values, are cut into ``n_parts`` equal ranges (not by ``indptr``: it is under test). A
+    row whose bounds are out of order or outside ``indices`` is not read."""
+    n, nnz = indptr.shape[0] - 1, indices.shape[0]
+    ok = np.ones((n_parts, 2), np.bool_)
+    for t in prange(n_parts):
+        lo, hi = _share(n, t, n_parts)
+        canonical = True
+        for i in range(lo, hi):
+            a, b = indptr[i], indptr[i + 1]
+            if a < 0 or b < a or b > nnz:
+                canonical = False
+                continue
+            for k in range(a + 1, b):
+                canonical &= indices[k] > indices[k - 1]
+        lo, hi = _share(data.shape[0], t, n_parts)
+        zero = 0.0  # x - x is 0 for a finite x, NaN for an infinite one or NaN
+        for k in range(lo, hi):
+            zero += data[k] - data[k]
+        ok[t, 0], ok[t, 1] = canonical, zero == 0.0
+    return ok[:, 0].all(), ok[:, 1].all()
+
+
 @njit(cache=True, nogil=True)
 def max_row_norm2(indptr, indices, data):
     """max_i ||x_i||^2 over the block's rows (0 for an empty block)."""
