@@ -348,6 +348,9 @@ def test_held_data_is_read_once_and_products_read_nothing(tmp_path):
         outputs = [oracle_outputs(obj, w, s) for obj in (held, streamed, tight)]
         assert (held.passes, held.cached_sweeps) == (1, 2)
         assert (streamed.passes, streamed.cached_sweeps) == (tight.passes, tight.cached_sweeps) == (3, 0)
+        # the per-thread d-vectors of a scatter are made by the first pass that scatters
+        assert held._scatter is None and streamed._scatter.shape == (held.n_threads,
+                                                                     held.n_variables)
         assert_same_oracle(outputs[0], outputs[1])
         assert_same_oracle(outputs[2], outputs[1])
         assert held.value(w) == pytest.approx(streamed.value(w), rel=1e-12, abs=0)

@@ -78,6 +78,7 @@ class DaskObjective(SmoothSVMObjective):
 
     def _scaled(self, summed, x):
         """lam * x (intercept excluded) + summed / n, as the local objective merges."""
+        self._start_scatter()
         self._scatter[0] = summed
         return self._merged(x, self.lam)
 

@@ -164,8 +164,7 @@ class SmoothSVMObjective:
         self.cache_bytes = available_memory_bytes() // 4 if cache_bytes is None else int(cache_bytes)
         self.passes = 0
         self.cached_sweeps = 0
-        self._scatter = np.zeros((self.n_threads, self.n_variables))
-        self._scatter_dirty = False
+        self._scatter, self._scatter_dirty = None, False  # made by the first scatter pass
         self._max_row_norm2 = None
 
     @property
@@ -190,8 +189,12 @@ class SmoothSVMObjective:
         return bool(self._held)
 
     def _start_scatter(self):
-        """Clear the scatter buffers if a pass was interrupted before its merge."""
-        if self._scatter_dirty:
+        """Make the per-thread scatter buffers at the first pass that scatters (held data's
+        and the stochastic epochs' never do), or clear them if a pass was interrupted
+        before its merge."""
+        if self._scatter is None:
+            self._scatter = np.zeros((self.n_threads, self.n_variables))
+        elif self._scatter_dirty:
             self._scatter[...] = 0.0
         self._scatter_dirty = True
 
