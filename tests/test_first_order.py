@@ -179,11 +179,12 @@ def test_sdca_step_solves_its_equation_to_rounding_from_any_start(loss):
     rng = np.random.default_rng(0)
     for q in (1e-3, 1.0, 8.8, 1e3):
         for m in theta + np.concatenate([rng.normal(0, 0.05, 40), rng.uniform(-3, 3, 40)]):
-            z = _prox_margin(code, m, q, sigma, theta, params, np.nan)
+            z, step_slope = _prox_margin(code, m, q, sigma, theta, params, np.nan)
             slope = float(named.derivatives(np.array([z]))[1][0])
             assert abs(z + q * slope - m) <= 1e-13 * max(1.0, abs(m), q), (q, m)
-            for start in (z, m - 1e6, z + 0.1 * sigma):
-                assert _prox_margin(code, m, q, sigma, theta, params, start) == \
+            assert abs(z + q * step_slope - m) <= 1e-13 * max(1.0, abs(m), q), (q, m)
+            for start in (z, m - 1e6, m + 1e6, z + 0.1 * sigma):
+                assert _prox_margin(code, m, q, sigma, theta, params, start)[0] == \
                     pytest.approx(z, rel=1e-14, abs=1e-14)
 
 

@@ -373,22 +373,25 @@ def saga_rows(indptr, indices, data, y, order, row_start, slopes, v, avg_grad, l
 
 @njit(cache=True, nogil=True)
 def _prox_margin(code, m_rest, q, sigma, theta, params, start):
-    """The margin z solving z + q psi'(z) = m_rest (z = prox_{q psi}(m_rest)): the SDCA step.
+    """The margin z solving z + q psi'(z) = m_rest (z = prox_{q psi}(m_rest)), the SDCA
+    step, and psi'(z): ``(z, slope)``.
 
     g(z) = z + q psi'(z) - m_rest is increasing with slope >= 1 and has its root between
-    m_rest and m_rest - q psi'(m_rest). Newton from ``start`` (the last root, when it lies
-    in that bracket; else one Newton step from m_rest), with a bisection whenever a step
-    leaves the bracket or a Newton step fails to halve |g| (plain Newton can bounce between
-    two points on either side of a kink-like bend, as psi_M's at small sigma). Stops when a
-    step moves z by at most 4 ulp: a test on the bracket's width instead ran ~50 needless
-    bisections once Newton had converged from one side.
+    m_rest and m_rest - q psi'(m_rest). Newton from ``start`` (the row's margin, near the
+    root once the epochs settle; m_rest if ``start`` is NaN) needs no bracket while every
+    step at least halves |g|. When one does not (plain Newton can bounce between two
+    points on either side of a kink-like bend, as psi_G's and psi_M's at small sigma), or
+    g is not finite, the bracket is made from psi'(m_rest) and the points tried, and the
+    step bisects it. Stops when a step moves z by at most 4 ulp (a test on the bracket's
+    width instead ran ~50 needless bisections once Newton had converged from one side),
+    with psi'(z) from the last evaluation to first order in that step. Bracketing only
+    when needed and no evaluation at the end: on news20 (psi_G, sigma 2^-6, every row
+    visited) 9.5 -> 9.1 evaluations a row in the first epoch and 5.8 -> 3.7 in the
+    tenth, a sweep 26.1 -> 24.2 ms by the twelfth.
     """
-    slope0, curv0 = derivatives(code, m_rest, sigma, theta, params)[1:]
-    if slope0 == 0.0:
-        return m_rest
-    a, b = m_rest, m_rest - q * slope0
-    lo, hi = (a, b) if a < b else (b, a)
-    z = start if lo < start < hi else m_rest - q * slope0 / (1.0 + q * curv0)
+    z = start if math.isfinite(start) else m_rest
+    lo, hi = -math.inf, math.inf
+    bracketed = False
     last = math.inf  # |g| before the last Newton step; inf after a bisection
     for _ in range(200):
         if not (lo < z < hi):
@@ -396,19 +399,24 @@ def _prox_margin(code, m_rest, q, sigma, theta, params, start):
         _, slope, curv = derivatives(code, z, sigma, theta, params)
         g = z + q * slope - m_rest
         if g == 0.0:
-            return z
+            return z, slope
         if g > 0.0:
             hi = z
-        else:
+        elif g < 0.0:
             lo = z
-        if abs(g) <= 0.5 * last:
+        if abs(g) <= 0.5 * last and math.isfinite(g) and math.isfinite(curv):
             step, last = g / (1.0 + q * curv), abs(g)
         else:
+            if not bracketed:
+                slope0 = derivatives(code, m_rest, sigma, theta, params)[1]
+                a, b = m_rest, m_rest - q * slope0
+                lo, hi = max(lo, min(a, b)), min(hi, max(a, b))
+                bracketed = True
             step, last = z - 0.5 * (lo + hi), math.inf
         z -= step
         if abs(step) <= 4.0 * _ULP * max(abs(z), 1.0):
-            return z
-    return z
+            return z, slope - curv * step if step != 0.0 else slope
+    return z, derivatives(code, z, sigma, theta, params)[1]
 
 
 @njit(cache=True, nogil=True)
@@ -438,8 +446,7 @@ def sdca_rows(indptr, indices, data, y, order, row_start, dual, w, code, sigma, 
         if code == HINGE:
             new = min(1.0, max(0.0, (theta - m_rest) / q))
         else:
-            z = _prox_margin(code, m_rest, q, sigma, theta, params, margin)
-            new = -derivatives(code, z, sigma, theta, params)[1]
+            new = -_prox_margin(code, m_rest, q, sigma, theta, params, margin)[1]
         change = new - old
         if change != 0.0:
             dual[row_start + i] = new
