@@ -54,8 +54,8 @@ def test_duplicates_summing_to_infinity_refused():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_csr_checks_agree_with_scipy_and_numpy(n_parts, dtype):
     """The one-read check of the in-memory path finds scipy's canonical format (sorted,
-    no duplicates) and numpy's finiteness on every damage, wherever it sits, and never
-    reads a row whose bounds are wrong."""
+    no duplicates), column indices outside the width and numpy's finiteness on every
+    damage, wherever it sits, and never reads a row whose bounds are wrong."""
     from streamssvm.kernels import csr_checks
 
     rng = np.random.default_rng(3)
@@ -73,20 +73,38 @@ def test_csr_checks_agree_with_scipy_and_numpy(n_parts, dtype):
             data[rng.integers(a, b)] = float(how)
         elif how == "bounds":  # a row's end beyond the indices
             indptr[row + 1] = indptr[-1] + 100
+        elif how == "wide":  # the row's last index one past the width
+            indices[b - 1] = 30
+        elif how == "negative":
+            indices[a] = -1
         return indptr, indices, data
 
-    assert csr_checks(base.indptr, base.indices, base.data, n_parts) == (True, True)
+    assert csr_checks(base.indptr, base.indices, base.data, 30, n_parts) == (True, True, True)
     rows = [r for r in range(40) if base.indptr[r + 1] - base.indptr[r] >= 2]
     for row in (rows[0], rows[len(rows) // 2], rows[-1]):
-        for how in ("unsorted", "duplicate", "nan", "inf", "-inf", "bounds"):
+        for how in ("unsorted", "duplicate", "nan", "inf", "-inf", "bounds", "wide", "negative"):
             indptr, indices, data = damaged(row, how)
-            canonical, finite = csr_checks(indptr, indices, data, n_parts)
+            canonical, in_range, finite = csr_checks(indptr, indices, data, 30, n_parts)
+            assert in_range == (how not in ("wide", "negative")), (row, how)
             assert finite == bool(np.all(np.isfinite(data))), (row, how)
-            if how != "bounds":  # scipy reads past the indices there
+            if how == "bounds":  # scipy reads past the indices there
+                assert not canonical
+            elif how != "wide":  # scipy's shape check refuses it
                 reference = sp.csr_matrix((data, indices, indptr), shape=base.shape)
                 assert canonical == reference.has_canonical_format, (row, how)
-            else:
-                assert not canonical
+
+
+@pytest.mark.parametrize("index", [3, 7_000_000, -1])
+@pytest.mark.parametrize("dtype", [np.float64, np.int64])
+def test_column_index_outside_the_width_refused(index, dtype):
+    """scipy builds a CSR matrix whose indices pass its width unless asked for a full
+    check; the kernels would read and write past w's end."""
+    X_ = sp.csr_matrix((np.array([1, 2], dtype), np.array([1, index]), np.array([0, 1, 2])),
+                       shape=(2, 3))
+    with pytest.raises(ValueError, match=r"X has a column index outside 0\.\.2"):
+        InMemorySource(X_, [1, -1])
+    with pytest.raises(ValueError, match=r"column index outside 0\.\.2"):
+        train_stream(X_, [1, -1], loss="squared_hinge", lam=1e-2, progress=False)
 
 
 def test_unsorted_and_duplicate_entries_train_as_summed():

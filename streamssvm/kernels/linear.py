@@ -634,14 +634,15 @@ def column_sums(columns, v, squared, bias, x, lam, scale, n_parts, out):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def csr_checks(indptr, indices, data, n_parts):
-    """``(canonical, finite)`` of a CSR matrix in one parallel read: whether every row's
-    indices increase strictly within bounds that never decrease (scipy's canonical
-    format: sorted, no duplicates), and whether every value is finite. The rows, and the
-    values, are cut into ``n_parts`` equal ranges (not by ``indptr``: it is under test). A
-    row whose bounds are out of order or outside ``indices`` is not read."""
+def csr_checks(indptr, indices, data, n_columns, n_parts):
+    """``(canonical, in_range, finite)`` of a CSR matrix in one parallel read: whether
+    every row's indices increase strictly within bounds that never decrease (scipy's
+    canonical format: sorted, no duplicates), whether every index lies in [0,
+    ``n_columns``), and whether every value is finite. The rows, and the indices and
+    values, are cut into ``n_parts`` equal ranges (not by ``indptr``: it is under test);
+    a row whose bounds are out of order or outside ``indices`` is not read."""
     n, nnz = indptr.shape[0] - 1, indices.shape[0]
-    ok = np.ones((n_parts, 2), np.bool_)
+    ok = np.ones((n_parts, 3), np.bool_)
     for t in prange(n_parts):
         lo, hi = _share(n, t, n_parts)
         canonical = True
@@ -652,12 +653,17 @@ def csr_checks(indptr, indices, data, n_parts):
                 continue
             for k in range(a + 1, b):
                 canonical &= indices[k] > indices[k - 1]
+        lo, hi = _share(nnz, t, n_parts)
+        low, high = 0, 0
+        for k in range(lo, hi):
+            low, high = min(low, indices[k]), max(high, indices[k])
+        in_range = low >= 0 and (hi == lo or high < n_columns)
         lo, hi = _share(data.shape[0], t, n_parts)
         zero = 0.0  # x - x is 0 for a finite x, NaN for an infinite one or NaN
         for k in range(lo, hi):
             zero += data[k] - data[k]
-        ok[t, 0], ok[t, 1] = canonical, zero == 0.0
-    return ok[:, 0].all(), ok[:, 1].all()
+        ok[t, 0], ok[t, 1], ok[t, 2] = canonical, in_range, zero == 0.0
+    return ok[:, 0].all(), ok[:, 1].all(), ok[:, 2].all()
 
 
 @njit(cache=True, nogil=True)
