@@ -186,6 +186,7 @@ def test_model_refuses_inconsistent_parts(args, message):
     (np.full((2, 5), np.nan), "X holds NaN or infinite values"),
     (np.ones((2, 5)) * 1j, "X must hold real numbers, got dtype complex128"),
     (np.array([["1"] * 5]), "X must hold real numbers, got dtype <U1"),
+    (sp.csr_matrix(([1.0], [9], [0, 1]), shape=(1, 5)), r"X has a column index outside 0\.\.4"),
 ])
 def test_model_refuses_bad_X(X_, message):
     for method in (MODEL.decision_function, MODEL.predict, lambda x: MODEL.score(x, [1])):
