@@ -79,19 +79,35 @@ def test_csr_checks_agree_with_scipy_and_numpy(n_parts, dtype):
             indices[a] = -1
         return indptr, indices, data
 
-    assert csr_checks(base.indptr, base.indices, base.data, 30, n_parts) == (True, True, True)
+    assert csr_checks(base.indptr, base.indices, base.data, 30, n_parts) == (-1, True, True,
+                                                                              True)
     rows = [r for r in range(40) if base.indptr[r + 1] - base.indptr[r] >= 2]
     for row in (rows[0], rows[len(rows) // 2], rows[-1]):
         for how in ("unsorted", "duplicate", "nan", "inf", "-inf", "bounds", "wide", "negative"):
             indptr, indices, data = damaged(row, how)
-            canonical, in_range, finite = csr_checks(indptr, indices, data, 30, n_parts)
+            bad_row, canonical, in_range, finite = csr_checks(indptr, indices, data, 30,
+                                                              n_parts)
+            assert bad_row == (row if how == "bounds" else -1), (row, how)
             assert in_range == (how not in ("wide", "negative")), (row, how)
             assert finite == bool(np.all(np.isfinite(data))), (row, how)
-            if how == "bounds":  # scipy reads past the indices there
-                assert not canonical
-            elif how != "wide":  # scipy's shape check refuses it
+            if how != "bounds" and how != "wide":  # scipy reads past the indices at
+                # the one, and its shape check refuses the other
                 reference = sp.csr_matrix((data, indices, indptr), shape=base.shape)
                 assert canonical == reference.has_canonical_format, (row, how)
+
+
+@pytest.mark.parametrize("indptr, row", [([0, 2, 1, 3], 1), ([0, 5, 6, 3], 0)])
+def test_index_pointers_that_decrease_or_overrun_refused(indptr, row):
+    """Index pointers scipy lets through (it checks the first and the last) made scipy's
+    duplicate summing corrupt the heap and abort the process."""
+    X_ = sp.csr_matrix((3, 3))
+    X_.indices, X_.data = np.array([0, 1, 2], np.int32), np.array([1.0, 2.0, 3.0])
+    X_.indptr = np.array(indptr, np.int32)
+    message = f"X has row {row} with index pointers .* that decrease or leave its 3 stored"
+    with pytest.raises(ValueError, match=message):
+        InMemorySource(X_, [1, -1, 1])
+    with pytest.raises(ValueError, match=message):
+        train_stream(X_, [1, -1, 1], loss="squared_hinge", lam=1e-2, progress=False)
 
 
 @pytest.mark.parametrize("index", [3, 7_000_000, -1])

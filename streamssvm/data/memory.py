@@ -27,16 +27,21 @@ def as_csr(X, what="X"):
     if X.dtype.kind not in "biuf":
         raise ValueError(f"{what} must hold real numbers, got dtype {X.dtype}")
     X = sp.csr_matrix(X)
-    if X.nnz:  # one parallel read (news20: 7-8 ms with numpy's and scipy's checks)
-        values = X.data if X.dtype.kind == "f" else np.zeros(0)  # integers are finite
-        canonical, in_range, finite = kernels.csr_checks(X.indptr, X.indices, values,
-                                                         X.shape[1], numba.get_num_threads())
-        if not in_range:  # scipy builds such a matrix unless asked for a full check
-            raise ValueError(f"{what} has a column index outside 0..{X.shape[1] - 1}")
-        if not finite:
-            raise ValueError(f"{what} holds NaN or infinite values")
-        if canonical:  # else scipy finds what is wrong when asked
-            X.has_canonical_format = True
+    # one parallel read (news20: 2.5 ms; 7-8 ms with numpy's and scipy's checks, which
+    # left the index pointers and the column indices unchecked)
+    values = X.data if X.dtype.kind == "f" else np.zeros(0)  # integers are finite
+    bad_row, canonical, in_range, finite = kernels.csr_checks(
+        X.indptr, X.indices, values, X.shape[1], numba.get_num_threads())
+    if bad_row >= 0:  # scipy's routines and ours would read and write out of bounds
+        raise ValueError(f"{what} has row {bad_row} with index pointers "
+                         f"({X.indptr[bad_row]}, {X.indptr[bad_row + 1]}) that decrease or "
+                         f"leave its {X.indices.shape[0]} stored entries")
+    if not in_range:  # scipy builds such a matrix unless asked for a full check
+        raise ValueError(f"{what} has a column index outside 0..{X.shape[1] - 1}")
+    if not finite:
+        raise ValueError(f"{what} holds NaN or infinite values")
+    if canonical:  # else scipy finds what is wrong when asked
+        X.has_canonical_format = True
     return X
 
 

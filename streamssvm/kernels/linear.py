@@ -635,13 +635,14 @@ def column_sums(columns, v, squared, bias, x, lam, scale, n_parts, out):
 
 @njit(cache=True, nogil=True, parallel=True)
 def csr_checks(indptr, indices, data, n_columns, n_parts):
-    """``(canonical, in_range, finite)`` of a CSR matrix in one parallel read: whether
-    every row's indices increase strictly within bounds that never decrease (scipy's
-    canonical format: sorted, no duplicates), whether every index lies in [0,
-    ``n_columns``), and whether every value is finite. The rows, and the indices and
-    values, are cut into ``n_parts`` equal ranges (not by ``indptr``: it is under test);
-    a row whose bounds are out of order or outside ``indices`` is not read."""
+    """``(bad_row, canonical, in_range, finite)`` of a CSR matrix in one parallel read: the
+    first row whose bounds decrease or leave ``indices`` (-1: none; such a row is not
+    read), whether every row's indices increase strictly (scipy's canonical format: sorted,
+    no duplicates), whether every index lies in [0, ``n_columns``), and whether every value
+    is finite. The rows, and the indices and values, are cut into ``n_parts`` equal
+    ranges (not by ``indptr``: it is under test)."""
     n, nnz = indptr.shape[0] - 1, indices.shape[0]
+    bad = np.full(n_parts, -1, np.int64)
     ok = np.ones((n_parts, 3), np.bool_)
     for t in prange(n_parts):
         lo, hi = _share(n, t, n_parts)
@@ -649,7 +650,8 @@ def csr_checks(indptr, indices, data, n_columns, n_parts):
         for i in range(lo, hi):
             a, b = indptr[i], indptr[i + 1]
             if a < 0 or b < a or b > nnz:
-                canonical = False
+                if bad[t] < 0:
+                    bad[t] = i
                 continue
             for k in range(a + 1, b):
                 canonical &= indices[k] > indices[k - 1]
@@ -663,7 +665,12 @@ def csr_checks(indptr, indices, data, n_columns, n_parts):
         for k in range(lo, hi):
             zero += data[k] - data[k]
         ok[t, 0], ok[t, 1], ok[t, 2] = canonical, in_range, zero == 0.0
-    return ok[:, 0].all(), ok[:, 1].all(), ok[:, 2].all()
+    first = -1
+    for t in range(n_parts):
+        if bad[t] >= 0:
+            first = bad[t]
+            break
+    return first, ok[:, 0].all(), ok[:, 1].all(), ok[:, 2].all()
 
 
 @njit(cache=True, nogil=True)
