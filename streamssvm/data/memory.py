@@ -72,7 +72,9 @@ class InMemorySource(BlockSource):
     Parameters
     ----------
     X : sparse matrix or array of shape (n_samples, n_features)
-        Converted to CSR with int32 indices and sorted, summed duplicates.
+        Converted to CSR with int32 indices and sorted, summed duplicates. Refused (a
+        ValueError): NaN or infinite values, a column index outside the width, index
+        pointers that decrease or pass the stored entries (scipy lets both through).
     y : array of shape (n_samples,)
         Two distinct values: the smaller maps to -1, the larger to +1 (or as ``classes``
         says). More than two: a multiclass source, whose labels are the indices of the
