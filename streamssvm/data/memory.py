@@ -27,7 +27,7 @@ def as_csr(X, what="X"):
     if X.dtype.kind not in "biuf":
         raise ValueError(f"{what} must hold real numbers, got dtype {X.dtype}")
     X = sp.csr_matrix(X)
-    # one parallel read (news20: 2.5 ms; 7-8 ms with numpy's and scipy's checks, which
+    # one parallel read (news20: 3.1-3.4 ms; 7-8 ms with numpy's and scipy's checks, which
     # left the index pointers and the column indices unchecked)
     values = X.data if X.dtype.kind == "f" else np.zeros(0)  # integers are finite
     bad_row, canonical, in_range, finite = kernels.csr_checks(

@@ -638,28 +638,31 @@ def csr_checks(indptr, indices, data, n_columns, n_parts):
     """``(bad_row, canonical, in_range, finite)`` of a CSR matrix in one parallel read: the
     first row whose bounds decrease or leave ``indices`` (-1: none; such a row is not
     read), whether every row's indices increase strictly (scipy's canonical format: sorted,
-    no duplicates), whether every index lies in [0, ``n_columns``), and whether every value
-    is finite. The rows, and the indices and values, are cut into ``n_parts`` equal
-    ranges (not by ``indptr``: it is under test)."""
+    no duplicates), whether every index of the rows lies in [0, ``n_columns``), and whether
+    every value is finite. The rows, and the values, are cut into ``n_parts`` equal ranges
+    (not by ``indptr``: it is under test)."""
     n, nnz = indptr.shape[0] - 1, indices.shape[0]
     bad = np.full(n_parts, -1, np.int64)
     ok = np.ones((n_parts, 3), np.bool_)
     for t in prange(n_parts):
         lo, hi = _share(n, t, n_parts)
         canonical = True
+        low, high = 0, -1  # the least and largest index of the rows
         for i in range(lo, hi):
             a, b = indptr[i], indptr[i + 1]
             if a < 0 or b < a or b > nnz:
                 if bad[t] < 0:
                     bad[t] = i
                 continue
-            for k in range(a + 1, b):
-                canonical &= indices[k] > indices[k - 1]
-        lo, hi = _share(nnz, t, n_parts)
-        low, high = 0, 0
-        for k in range(lo, hi):
-            low, high = min(low, indices[k]), max(high, indices[k])
-        in_range = low >= 0 and (hi == lo or high < n_columns)
+            if b > a:
+                before = indices[a]
+                low, high = min(low, before), max(high, before)
+                for k in range(a + 1, b):
+                    j = indices[k]
+                    canonical &= j > before
+                    low, high = min(low, j), max(high, j)
+                    before = j
+        in_range = low >= 0 and high < n_columns
         lo, hi = _share(data.shape[0], t, n_parts)
         zero = 0.0  # x - x is 0 for a finite x, NaN for an infinite one or NaN
         for k in range(lo, hi):
