@@ -155,8 +155,15 @@ class OnlineTrainer:
         trainer.epochs, trainer.rows_seen = meta["epochs"], meta["rows_seen"]
         trainer.rng.bit_generator.state = meta["rng"]
         o = meta["options"]
-        st = SGDState(len(arrays["v"]), o["fit_intercept"], o["average"], o.get("delay", 0))
-        st.v[:], st.state[:] = arrays["v"], arrays["state"]
-        st.avg_u = arrays["avg_u"].copy()
+        v = arrays["v"]
+        if v.ndim != 1:
+            raise ValueError(f"{path}: damaged online trainer state (v has shape {v.shape})")
+        st = SGDState(len(v), o["fit_intercept"], o["average"], o.get("delay", 0))
+        for name, kept in (("v", st.v), ("avg_u", st.avg_u), ("state", st.state)):
+            # the kernels index avg_u by the features and state by its slots, unchecked
+            if arrays[name].shape != kept.shape:
+                raise ValueError(f"{path}: damaged online trainer state ({name} has shape "
+                                 f"{arrays[name].shape}, expected {kept.shape})")
+            kept[:] = arrays[name]
         trainer.sgd_state = st
         return trainer

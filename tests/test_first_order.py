@@ -350,6 +350,27 @@ def test_online_trainer_resumes_exactly(data, tmp_path, n_threads, delay):
     assert a.score(X, y) > 0.8
 
 
+@pytest.mark.parametrize("name, damage", [
+    ("avg_u", lambda a: a[:3]),
+    ("state", lambda a: a[:2]),
+    ("v", lambda a: a.reshape(1, -1)),
+    ("avg_u", lambda a: a[:0]),
+])
+def test_online_trainer_refuses_a_damaged_state(data, tmp_path, name, damage):
+    """A state whose arrays do not fit its options is refused at load, naming the file
+    (a short avg_u made the averaging kernel write past its end: a segfault)."""
+    X, y = data
+    trainer = streamssvm.OnlineTrainer(loss="hinge", lam=LAM, average=True)
+    trainer.partial_fit(X[:500], y[:500])
+    trainer.save(tmp_path / "state.npz")
+    with np.load(tmp_path / "state.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays[name] = damage(arrays[name])
+    np.savez(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(ValueError, match=f"bad.npz: damaged online trainer state \\({name} "):
+        streamssvm.OnlineTrainer.load(tmp_path / "bad.npz")
+
+
 def test_online_trainer_takes_single_class_batches_and_checks_width(data):
     X, y = data
     trainer = streamssvm.OnlineTrainer(solver="pegasos", lam=LAM)
