@@ -155,15 +155,7 @@ class OnlineTrainer:
         trainer.epochs, trainer.rows_seen = meta["epochs"], meta["rows_seen"]
         trainer.rng.bit_generator.state = meta["rng"]
         o = meta["options"]
-        v = arrays["v"]
-        if v.ndim != 1:
-            raise ValueError(f"{path}: damaged online trainer state (v has shape {v.shape})")
-        st = SGDState(len(v), o["fit_intercept"], o["average"], o.get("delay", 0))
-        for name, kept in (("v", st.v), ("avg_u", st.avg_u), ("state", st.state)):
-            # the kernels index avg_u by the features and state by its slots, unchecked
-            if arrays[name].shape != kept.shape:
-                raise ValueError(f"{path}: damaged online trainer state ({name} has shape "
-                                 f"{arrays[name].shape}, expected {kept.shape})")
-            kept[:] = arrays[name]
+        st = SGDState(len(arrays["v"]), o["fit_intercept"], o["average"], o.get("delay", 0))
+        st.restore(arrays, f"{path}: damaged online trainer state")
         trainer.sgd_state = st
         return trainer

@@ -94,6 +94,19 @@ class SGDState:
         still use holds it (else the steps run on one thread: the same steps)."""
         return self.replica is not None or 4 * self.v.nbytes <= available_memory_bytes()
 
+    def restore(self, arrays, damaged):
+        """Take v, avg_u and the scalars from saved ``arrays`` (a checkpoint's or a saved
+        trainer's). A shape that does not fit this state is refused, the message starting
+        with ``damaged``: the kernels index avg_u by the features and the scalars by their
+        slots, unchecked."""
+        for name in ("v", "avg_u", "state"):
+            kept = getattr(self, name)
+            if arrays[name].shape != kept.shape:
+                raise ValueError(f"{damaged} ({name} has shape {arrays[name].shape}, "
+                                 f"expected {kept.shape})")
+            kept[:] = arrays[name]
+        self.replica_equal = False
+
     def start_at(self, w0):
         """Set w = ``w0`` (array of shape (n_variables,)) before the first step."""
         w0 = np.asarray(w0, dtype=np.float64)
@@ -248,8 +261,7 @@ def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
     run = EpochRun(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
                    max_seconds, seed, progress, checkpoint)
     if run.resumed is not None:
-        state.v[:], state.avg_u, state.state[:] = (run.resumed["v"], run.resumed["avg_u"],
-                                                   run.resumed["state"])
+        state.restore(run.resumed, f"{checkpoint.path}: damaged checkpoint")
     else:
         state.start_at(run.state.w)
     while run.next_epoch():
