@@ -69,19 +69,21 @@ def test_a_checkpoint_of_another_training_is_refused(data, tmp_path):
         _train(data, "tron", {}, 2, checkpoint=tmp_path / "junk.ckpt")
 
 
-def test_a_damaged_sgd_checkpoint_is_refused(data, tmp_path):
-    """A checkpoint of the same training whose averaged sum is cut short is refused,
-    naming the file (the averaging kernel would write past its end)."""
+@pytest.mark.parametrize("solver, options, name", [("sgd", dict(average=True), "avg_u"),
+                                                   ("saga", {}, "avg_grad")])
+def test_a_damaged_checkpoint_is_refused(data, tmp_path, solver, options, name):
+    """A checkpoint of the same training whose array of one entry a feature is cut short
+    is refused, naming the file (the kernels would write past its end)."""
     path = tmp_path / "run.ckpt"
-    _train(data, "sgd", dict(average=True), 2, checkpoint=path, checkpoint_every=0)
+    _train(data, solver, options, 2, checkpoint=path, checkpoint_every=0)
     with np.load(path) as z:
         arrays = {k: z[k] for k in z.files}
-    arrays["avg_u"] = arrays["avg_u"][:5]
+    arrays[name] = arrays[name][:5]
     with open(path, "wb") as f:
         np.savez(f, **arrays)
-    with pytest.raises(ValueError, match=r"run.ckpt: damaged checkpoint \(avg_u has shape "
+    with pytest.raises(ValueError, match=rf"run.ckpt: damaged checkpoint \({name} has shape "
                                          r"\(5,\), expected \(123,\)\)"):
-        _train(data, "sgd", dict(average=True), 4, checkpoint=path, checkpoint_every=0)
+        _train(data, solver, options, 4, checkpoint=path, checkpoint_every=0)
 
 
 def test_checkpoints_are_written_every_so_often(tmp_path):

@@ -21,7 +21,7 @@ gradient", Mathematical Programming 162 (2017): the just-in-time sparse updates.
 import numpy as np
 
 from ..kernels import stochastic as sk
-from .stochastic import EpochRun, per_sample_array
+from .stochastic import EpochRun, per_sample_array, saved_array
 
 
 def step_size(objective, step, factor):
@@ -73,7 +73,9 @@ def saga(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     state[sk.SAGA_SCALE] = 1.0
     if run.resumed is not None:
         slopes[:], state[:] = run.resumed["slopes"], run.resumed["state"]
-        avg_grad, v = run.resumed["avg_grad"].copy(), run.resumed["w"][:d].copy()
+        damaged = f"{checkpoint.path}: damaged checkpoint"
+        avg_grad = saved_array(run.resumed, "avg_grad", (d,), damaged).copy()
+        v = saved_array(run.resumed, "w", (objective.n_variables,), damaged)[:d].copy()
     else:
         sk.slopes_of_margins(run.state.margins, code, sigma, theta, params, slopes)
         average = objective.loss_gradient(run.state)

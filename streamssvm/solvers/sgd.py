@@ -31,7 +31,7 @@ import numpy as np
 from .._memory import available_memory_bytes
 from ..kernels import stochastic as sk
 from ..losses._scalar import derivatives_with_params
-from .stochastic import EpochRun
+from .stochastic import EpochRun, saved_array
 
 SCHEDULES = {"optimal": sk.OPTIMAL, "pegasos": sk.OPTIMAL, "constant": sk.CONSTANT,
              "invscaling": sk.INVSCALING}
@@ -101,10 +101,7 @@ class SGDState:
         slots, unchecked."""
         for name in ("v", "avg_u", "state"):
             kept = getattr(self, name)
-            if arrays[name].shape != kept.shape:
-                raise ValueError(f"{damaged} ({name} has shape {arrays[name].shape}, "
-                                 f"expected {kept.shape})")
-            kept[:] = arrays[name]
+            kept[:] = saved_array(arrays, name, kept.shape, damaged)
         self.replica_equal = False
 
     def start_at(self, w0):

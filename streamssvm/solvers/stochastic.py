@@ -35,6 +35,15 @@ def per_sample_array(n, memory_limit=None):
     return array  # the mapping outlives the unlinked file
 
 
+def saved_array(arrays, name, shape, damaged):
+    """``arrays[name]`` (a checkpoint's or a saved state's) if it has ``shape``; else a
+    ValueError whose message starts with ``damaged``: the kernels index it unchecked."""
+    if arrays[name].shape != shape:
+        raise ValueError(f"{damaged} ({name} has shape {arrays[name].shape}, expected "
+                         f"{shape})")
+    return arrays[name]
+
+
 def check_epochs(max_iter, eval_every):
     if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 0):
         raise ValueError(f"max_iter (epochs) must be a non-negative integer, got {max_iter!r}")
