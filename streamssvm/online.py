@@ -14,7 +14,7 @@ from ._atomic import atomic_output
 from .api import open_source
 from .data import InMemorySource
 from .model import Model
-from .objective import SmoothSVMObjective
+from .objective.smooth_svm import SmoothSVMObjective, check_threads
 from .solvers.sgd import SGDState, Schedule, check_delay, sgd_epoch
 
 STATE_FORMAT = "streamssvm.online-state"
@@ -64,7 +64,7 @@ class OnlineTrainer:
             eta0=float(eta0), power_t=float(power_t), average=average,
             project=project, fit_intercept=bool(fit_intercept),
             intercept_scaling=float(intercept_scaling), delay=int(delay), seed=int(seed))
-        self.n_threads = n_threads
+        self.n_threads = check_threads(n_threads)
         self.rng = np.random.default_rng(seed)
         self.sgd_state = None
         self.classes = None

@@ -171,10 +171,24 @@ def test_labels_of_any_real_type_are_read():
     (dict(sigma=np.nan), "sigma must be a positive finite number, got nan"),
     (dict(loss="psi_m", sigma=-1), "sigma must be a positive finite number, got -1.0"),
     (dict(tol=-1), "tol must be >= 0, got -1"),
+    (dict(n_threads=0), "n_threads must be a positive integer or None, got 0"),
+    (dict(n_threads=-1), "n_threads must be a positive integer or None, got -1"),
+    (dict(n_threads=1.5), "n_threads must be a positive integer or None, got 1.5"),
+    (dict(n_threads=True), "n_threads must be a positive integer or None, got True"),
+    (dict(solver="newton", hessian_sample=0), r"Hessian sample fraction must be in \(0, 1\], got 0"),
 ])
 def test_training_parameters_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         train_stream(X, Y, progress=False, **{"lam": 1e-2, **kwargs})
+
+
+def test_online_trainer_threads_refused():
+    """n_threads -1 reached the kernels as a count of row ranges: a ValueError from numpy
+    inside a parallel kernel, then a segfault at the interpreter's exit."""
+    from streamssvm import OnlineTrainer
+
+    with pytest.raises(ValueError, match="n_threads must be a positive integer or None"):
+        OnlineTrainer(n_threads=-1)
 
 
 # --- models -----------------------------------------------------------------------------------

@@ -145,7 +145,7 @@ class SmoothSVMObjective:
         self.curvature_floor = 2.0 ** -53 * lipschitz if np.isfinite(lipschitz) else 0.0
         self.n_features = source.n_features
         self.n_variables = self.n_features + (1 if fit_intercept else 0)
-        self.n_threads = n_threads or numba.get_num_threads()
+        self.n_threads = check_threads(n_threads) or numba.get_num_threads()
         self.progress = progress
         if cache_curved not in ("auto", True, False):
             raise ValueError(f"cache_curved must be 'auto', True or False, got {cache_curved!r}")
@@ -580,6 +580,15 @@ class SmoothSVMObjective:
         for indptr, indices, data, curvature in self._curved_blocks(state):
             kernels.hess_diag(indptr, indices, data, curvature, self.bias, self._scatter)
         return self._merged(ones, self.lam)
+
+
+def check_threads(n_threads):
+    """``n_threads`` if None or a positive integer (the kernels' row and column ranges,
+    run on numba's threads), else a ValueError."""
+    if n_threads is not None and not (isinstance(n_threads, (int, np.integer))
+                                      and not isinstance(n_threads, bool) and n_threads >= 1):
+        raise ValueError(f"n_threads must be a positive integer or None, got {n_threads!r}")
+    return n_threads
 
 
 def _row_weights(sample_weight, source):

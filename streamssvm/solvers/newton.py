@@ -87,7 +87,8 @@ def newton(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_
         rng.bit_generator.state = run.resumed["rng"]
     while run.going():
         state = run.state
-        curved = objective.subsampled(state, hessian_sample, rng) if hessian_sample else state
+        curved = (objective.subsampled(state, hessian_sample, rng)
+                  if hessian_sample is not None else state)
         precond = diag_preconditioner(objective, curved, preconditioner)
         s, steps = _newton_cg(objective, curved, precond, eps_cg, cg)
         trial, step = line_search(objective, state, s)
