@@ -163,6 +163,25 @@ def test_killed_worker_is_replaced_and_the_model_is_the_same(a9a_stores, client,
     assert_same_model(result, local["tron"])
 
 
+def test_a_send_to_a_worker_the_scheduler_has_removed_is_a_loss(a9a_stores, client):
+    """The scheduler answers a scatter to a worker it has removed with a KeyError: that is
+    the shard's worker lost (recovered as such), not an error of the run."""
+    from streamssvm.distributed.stores import _Lost
+
+    full, _ = a9a_stores
+    client.wait_for_workers(2, timeout=60)  # the nanny restarted an earlier victim
+    with DaskStores(full, client) as stores:
+        victim = stores.owners[0]
+        os.kill(client.run(os.getpid)[victim], signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while victim in client.nthreads() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert victim not in client.nthreads()
+        with pytest.raises(_Lost) as lost:
+            stores._scatter(np.ones(3))
+        assert victim in lost.value.workers and isinstance(lost.value.__cause__, KeyError)
+
+
 def test_killed_worker_without_recoveries_is_a_clear_error(a9a_stores, client):
     full, _ = a9a_stores
     client.wait_for_workers(2, timeout=60)  # the nanny restarted the last test's victim

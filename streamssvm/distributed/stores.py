@@ -133,10 +133,12 @@ class DaskStores(StoreSet):
         """``x`` sent to one of the shards' workers, as one future (the others fetch it).
 
         Not a broadcast: the scheduler replicates a broadcast to every worker named, and
-        retries a worker killed meanwhile for as long as it still lists it (minutes)."""
+        retries a worker killed meanwhile for as long as it still lists it (minutes). A
+        worker it has already removed is a KeyError of its own (seen once in the test
+        suite, the worker killed just before the send)."""
         try:
             return self.client.scatter(x, workers=sorted(set(self.owners)), hash=False)
-        except (OSError, ValueError) as exc:  # a worker gone (or going) while sending
+        except (OSError, ValueError, KeyError) as exc:  # a worker gone (or going)
             self._raise_lost(exc)
 
     def _raise_lost(self, cause):
