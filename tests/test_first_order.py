@@ -188,19 +188,21 @@ def test_sdca_step_solves_its_equation_to_rounding_from_any_start(loss):
                     pytest.approx(z, rel=1e-14, abs=1e-14)
 
 
-@pytest.mark.parametrize("sigma", [1.0, 2.0 ** -6])
+@pytest.mark.parametrize("sigma", [1.0, 2.0 ** -6, 2.0 ** -12])
 def test_sdca_step_where_the_exponential_overflows(sigma):
     """Far below the kink the exponential's psi'(m) overflows (e^1000): the bracket's far
     end is then found by doubling steps, and every start reaches the same finite root
-    (it gave NaN, or z stuck near m after 200 steps creeping by sigma)."""
+    (it gave NaN, or z stuck near m after 200 Newton steps creeping by sigma; at sigma
+    2^-12 they crept even near the kink)."""
     from streamssvm.kernels.stochastic import _prox_margin
 
     named = get_loss(f"exponential:sigma={sigma}")
     code, theta, params = named.code, named.theta, named.params
-    for q in (1e-3, 1.0, 8.8, 1e3):
-        for m in (-1e6, -5e3, -1e3, -800.0):
+    for q in (1e-6, 1e-3, 1.0, 8.8, 1e3):
+        for m in (-1e6, -5e3, -1e3, -800.0, theta - 0.5, theta - 0.065):
             z, slope = _prox_margin(code, m, q, sigma, theta, params, np.nan)
-            assert np.isfinite(z) and abs(z + q * slope - m) <= 1e-13 * max(abs(m), q), (q, m)
+            assert np.isfinite(z) and abs(z + q * slope - m) <= 1e-13 * max(1, abs(m), q), \
+                (q, m)
             for start in (z, m, m - 1e6, m + 1e6, z + 0.1 * sigma):
                 assert _prox_margin(code, m, q, sigma, theta, params, start)[0] == \
                     pytest.approx(z, rel=1e-13, abs=1e-13), (q, m, start)

@@ -379,16 +379,16 @@ def _prox_margin(code, m_rest, q, sigma, theta, params, start):
     g(z) = z + q psi'(z) - m_rest is increasing with slope >= 1 and has its root between
     m_rest and m_rest - q psi'(m_rest). Newton from ``start`` (the row's margin, near the
     root once the epochs settle; m_rest if ``start`` is NaN) needs no bracket while every
-    step at least halves |g|. When one does not (plain Newton can bounce between two
-    points on either side of a kink-like bend, as psi_G's and psi_M's at small sigma), or
-    g is not finite, the bracket is made (:func:`_bracket`) and the step bisects it; from
-    then on a Newton step must also halve the last move. Stops when a step moves z by at
+    step at least halves both |g| and the move before it. When one does not (plain Newton
+    can bounce between two points on either side of a kink-like bend, as psi_G's and
+    psi_M's at small sigma, or creep down an exponential), or g is not finite, the bracket
+    is made (:func:`_bracket`) and the step bisects it. Stops when a step moves z by at
     most 4 ulp (a test on the bracket's width instead ran ~50 needless bisections once
     Newton had converged from one side), with psi'(z) from the last evaluation to first
     order in that step. Bracketing only when needed and no evaluation at the end: on
     news20 (psi_G, sigma 2^-6, every row visited) 9.5 -> 9.1 evaluations a row in the
     first epoch and 5.8 -> 3.7 in the tenth, a sweep 26.1 -> 24.2 ms by the twelfth (the
-    halving rule, added since, left the sweeps as fast).
+    rule on the moves, added since, left SDCA's run as fast: 0.325 against 0.323 s).
     """
     z = start if math.isfinite(start) else m_rest
     lo, hi = -math.inf, math.inf
@@ -407,10 +407,9 @@ def _prox_margin(code, m_rest, q, sigma, theta, params, start):
         elif g < 0.0:
             lo = z
         step = g / (1.0 + q * curv)
-        # bracketed, a Newton step must also halve the last move (Numerical Recipes'
-        # rtsafe): on the exponential's steep side it creeps by about sigma a step
-        if (abs(g) <= 0.5 * last and math.isfinite(step)
-                and (not bracketed or abs(step) <= 0.5 * moved)):
+        # a Newton step must also halve the last move (Numerical Recipes' rtsafe): on the
+        # exponential's steep side it creeps by about sigma a step, |g| falling by e
+        if abs(g) <= 0.5 * last and math.isfinite(step) and abs(step) <= 0.5 * moved:
             last = abs(g)
         else:
             if not bracketed:
