@@ -106,4 +106,7 @@ def test_training_killed_twenty_times_resumes_to_the_uninterrupted_model(tmp_pat
     assert len(seen) >= 10 and max(seen) > 0  # most kills landed after a checkpoint
     assert equal
     leftovers = [p for p in os.listdir(work) if ".tmp-" in p]
-    assert all(p.startswith(".run.ckpt.tmp-") for p in leftovers)  # only a killed write's
+    # only the temporary files of killed writes: a checkpoint's, or the model's when a
+    # kill lands in the final write (once in ten full runs of the suite on 11-27)
+    assert all(p.startswith((".run.ckpt.tmp-", ".model.npz.tmp-")) for p in leftovers), \
+        leftovers
