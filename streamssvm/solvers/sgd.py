@@ -53,11 +53,11 @@ class SGDState:
         Average the iterates from step 1 (True) or from step ``average`` (an int >= 1).
     delay : int
         0: serial SGD. K > 0: SGD with updates delayed by up to K - 1 steps, on two threads
-        when there are two (see :func:`~streamssvm.kernels.stochastic.sgd_rows_parallel`).
+        when there are two (see :func:`~streamssvm.kernels.stochastic.sgd_rows_parallel`);
+        checked by the callers with :func:`check_delay`, which know the projection.
     """
 
     def __init__(self, n_features, fit_intercept, average=False, delay=0):
-        check_delay(delay, False)
         self.n_features, self.fit_intercept = n_features, bool(fit_intercept)
         self.avg_start = _average_start(average)
         self.delay = int(delay)
