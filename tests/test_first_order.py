@@ -719,3 +719,51 @@ def test_only_hessian_solvers_copy_the_curved_rows(data, tmp_path, monkeypatch):
             streamssvm.train_stream(str(path), loss="logistic", lam=LAM, solver=solver,
                                     max_iter=2, hold=False, progress=False)
         assert bool(copies) == (solver in HESSIAN_PRODUCTS), solver
+
+
+def _small_problem():
+    X = sp.random(60, 8, density=0.5, random_state=0, format="csr") * 2.0
+    w = np.random.default_rng(0).standard_normal(8)
+    y = np.where(X @ w + 0.3 * np.random.default_rng(1).standard_normal(60) >= 0, 1, -1)
+    y[:2] = 1, -1
+    return X, y
+
+
+def test_sgd_schedules_refuse_what_would_divide_by_zero_or_diverge():
+    """The optimal schedule's first step is 0 when the loss's slope at the typical weight
+    overflows (ZeroDivisionError before); power_t NaN turned w into NaN; a step far too
+    large for the data ends in a clear error, not in a model of NaNs."""
+    X, y = _small_problem()
+    for options in (dict(lam=1e-12), dict(lam=1e-3, sigma=1e-3)):
+        with pytest.raises(ValueError, match="optimal schedule's first step is 0.*eta0"):
+            streamssvm.train_stream(X, y, loss="exponential", solver="sgd", progress=False,
+                                    **options)
+    for power_t in (np.nan, -5.0):
+        with pytest.raises(ValueError, match="power_t must be finite and >= 0"):
+            streamssvm.train_stream(X, y, solver="sgd", learning_rate="invscaling",
+                                    power_t=power_t, progress=False)
+    with pytest.raises(FloatingPointError, match="svrg diverged.*lower the step size"):
+        streamssvm.train_stream(X, y, loss="logistic", solver="svrg", step=1e6, lam=1e-3,
+                                max_iter=5, progress=False)
+
+
+@pytest.mark.parametrize("lam", [1e-8, 1e-10, 1e-12])
+def test_newton_reaches_the_optimum_at_small_lambda(lam):
+    """CG's breakdown test was absolute (d.Hd <= 1e-16): with the preconditioner's
+    M ~ diag(H) / lambda the directions are tiny at small lambda, and Newton stopped
+    after a zero step far from the optimum ("objective decrease too small"); it is relative
+    to r.M^-1 r now. Checked against scipy's L-BFGS-B on the same objective."""
+    from scipy.optimize import minimize
+
+    X, y = _small_problem()
+    loss = get_loss("psi_g")
+
+    def f(w):
+        p, dp, _ = loss.derivatives(y * (X @ w))
+        return 0.5 * lam * w @ w + p.mean(), lam * w + X.T @ (dp * y) / len(y)
+
+    best = minimize(f, np.zeros(8), jac=True, method="L-BFGS-B",
+                    options=dict(gtol=1e-12, ftol=1e-15, maxiter=10000)).fun
+    model = streamssvm.train_stream(X, y, lam=lam, solver="newton", tol=1e-6, progress=False)
+    assert model.params["converged"]
+    assert abs(model.params["objective"] - best) <= 1e-7 * best

@@ -412,3 +412,39 @@ def test_warm_start_at_the_optimum_stops_at_once(small_problem):
 def test_bad_options(small_problem, options, match):
     with pytest.raises(ValueError, match=match):
         tron(make_objective(small_problem), **options)
+
+
+NON_FINITE_SOLVERS = ["tron", "newton", "lbfgs", "gd", "agd", "sgd", "pegasos", "svrg",
+                      "saga", "sdca"]
+
+
+@pytest.mark.parametrize("solver", NON_FINITE_SOLVERS)
+def test_a_non_finite_start_is_refused(solver):
+    """A NaN or infinite w0 made TRON reject steps forever (every test compared with NaN)
+    and the others end at a model that cannot be built; values so large that the
+    gradient at 0 overflows made the threshold infinite, and a run "converged" at 0."""
+    from streamssvm import train_stream
+
+    X = sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.5, -1.0]]))
+    y = np.array([1, -1, 1, -1])
+    for bad in (np.nan, np.inf):
+        with pytest.raises(ValueError, match="w0 holds NaN or infinite values"):
+            train_stream(X, y, solver=solver, lam=1e-3, max_iter=5, progress=False,
+                         w0=np.array([bad, 0.0]))
+    with pytest.raises(ValueError, match="not finite.*too large for the loss; scale them"):
+        train_stream(X * 1e160, y, solver=solver, lam=1e-3, max_iter=5, progress=False)
+
+
+@pytest.mark.parametrize("solver, options", [("tron", {}),
+                                             ("newton", dict(preconditioner=False))])
+def test_overflowing_hessian_products_stop_the_run(solver, options):
+    """Values of 1e150 keep L and its gradient finite, but a first direction g overflows
+    X^T D X d: TRON rejected its NaN steps forever; both stop now, with the reason.
+    (Newton's preconditioner scales its direction down to where the products fit.)"""
+    from streamssvm import train_stream
+
+    X = sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])) * 1e150
+    with pytest.warns(ConvergenceWarning, match="a Hessian product is not finite"):
+        model = train_stream(X, np.array([1, -1, 1]), solver=solver, lam=1e-3, max_iter=5,
+                             progress=False, **options)
+    assert model.params["message"].startswith("a Hessian product is not finite")

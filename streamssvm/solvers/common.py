@@ -57,6 +57,27 @@ def stopping_threshold(objective, grad0_norm, tol, abs_tol=None, liblinear_tol=F
     return threshold
 
 
+OVERFLOW = "a Hessian product is not finite (the feature values are too large: scale them)"
+
+
+def start_state(objective, w0):
+    """The state at the start point ``w0`` (zeros if None) and ||grad L(0)||. Refuses a
+    ``w0`` holding NaN or infinite values, and a start where L or its gradient is not
+    finite (feature values so large that the loss overflows): the solvers' tests would
+    compare with NaN, and TRON would reject steps forever."""
+    w = np.zeros(objective.n_variables) if w0 is None else np.array(w0, dtype=np.float64)
+    if not np.all(np.isfinite(w)):
+        raise ValueError("w0 holds NaN or infinite values")
+    state = objective.evaluate(w)
+    zero = objective.evaluate(np.zeros_like(w)) if np.any(w) else state
+    for point, at in ((zero, "w = 0"), (state, "w0")):
+        if not (np.isfinite(point.f) and np.isfinite(point.grad_norm)):
+            raise ValueError(f"the objective or its gradient's norm is not finite at {at} "
+                             f"(L = {point.f:.3g}, ||grad|| = {point.grad_norm:.3g}): the "
+                             f"feature values are too large for the loss; scale them")
+    return state, zero.grad_norm
+
+
 def diag_preconditioner(objective, state, enabled):
     """M = 0.99 I + 0.01 diag(H) / lambda (Hsia, Chiang & Lin 2018), or None (M = I) when
     not ``enabled``.
@@ -163,7 +184,6 @@ class Run:
         self.start = time.perf_counter()
         self.checkpoint, self.resumed, self._scalars = checkpoint, {}, {}
         saved = checkpoint.load() if checkpoint is not None else None
-        n = objective.n_variables
         if saved is not None:
             meta, arrays = saved
             self.state = objective.evaluate(arrays["w"])
@@ -173,10 +193,7 @@ class Run:
             self.start -= meta["seconds"]
             self.resumed = meta["solver"]
         else:
-            w = np.zeros(n) if w0 is None else np.array(w0, dtype=np.float64)
-            self.state = objective.evaluate(w)
-            grad0_norm = (self.state.grad_norm if not np.any(w)
-                          else objective.evaluate(np.zeros(n)).grad_norm)
+            self.state, grad0_norm = start_state(objective, w0)
             self.threshold = stopping_threshold(objective, grad0_norm, tol, abs_tol,
                                                 liblinear_tol)
             self.history = []

@@ -21,7 +21,7 @@ Newton frameworks for large-scale linear classification", ACML 2018.
 
 import numpy as np
 
-from .common import PreconditionedCG, Run, diag_preconditioner, line_search
+from .common import OVERFLOW, PreconditionedCG, Run, diag_preconditioner, line_search
 
 def _newton_cg(objective, state, precond, eps_cg, cg):
     """Preconditioned CG on H s = -g, stopped when the quadratic model's decrease stalls:
@@ -30,7 +30,8 @@ def _newton_cg(objective, state, precond, eps_cg, cg):
     LIBLINEAR takes sqrt(||g||_{M^-1}) on the objective scaled by 1 / lambda; on ours the
     gradient is lambda times smaller, and the tolerance would shrink with lambda (news20,
     lambda 1e-5: 44 CG steps against LIBLINEAR's 31 to the same eps). ``cg``: a
-    PreconditionedCG with ``model``, started here."""
+    PreconditionedCG with ``model``, started here. The step is None if a product
+    overflowed."""
     g, d = state.grad, cg.start(state.grad, precond).d
     cgtol = min(eps_cg, np.sqrt(np.sqrt(cg.ztr) / objective.lam))
     q_prev = 0.0
@@ -38,8 +39,10 @@ def _newton_cg(objective, state, precond, eps_cg, cg):
     while steps < max(len(g), 5):
         steps += 1
         hd, dhd = objective.hessp_quad(state, d)
-        if dhd <= 1e-16:
-            break
+        if not np.isfinite(dhd):
+            return None, steps
+        if dhd <= 1e-16 * cg.ztr:  # d (nearly) where H is 0: an unregularised intercept's
+            break                  # direction when no row is curved (relative: small lambda)
         cg.move(cg.ztr / dhd, hd)
         q = -0.5 * (cg.sr - cg.sg)
         q_diff = q - q_prev
@@ -91,6 +94,9 @@ def newton(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_
                   if hessian_sample is not None else state)
         precond = diag_preconditioner(objective, curved, preconditioner)
         s, steps = _newton_cg(objective, curved, precond, eps_cg, cg)
+        if s is None:
+            run.message = OVERFLOW
+            break
         trial, step = line_search(objective, state, s)
         if trial is None:
             run.record(steps, False, step=0.0)

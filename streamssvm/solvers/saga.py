@@ -28,9 +28,12 @@ def step_size(objective, step, factor):
     """``step``, or 1 / (``factor`` L_max) when it is None."""
     if step is None:
         smoothness = objective.smoothness()
-        if not np.isfinite(smoothness):
+        if not np.isfinite(objective.loss.lipschitz):
             raise ValueError(f"the loss {objective.loss.name} has no Lipschitz gradient: "
                              "give a step size (step=...)")
+        if not np.isfinite(smoothness):
+            raise ValueError("the rows' squared norms are not finite: the feature values are "
+                             "too large for the loss; scale them")
         return 1.0 / (factor * smoothness)
     if not (np.isfinite(step) and step > 0):
         raise ValueError(f"step must be a positive number, got {step}")

@@ -165,6 +165,11 @@ def optimal_t0(objective):
     code, sigma, theta, params = objective.loss_args
     typical = math.sqrt(1.0 / math.sqrt(objective.lam))
     slope = abs(derivatives_with_params(code, -typical, sigma, theta, params)[1])
+    if not np.isfinite(slope):
+        raise ValueError(f"the optimal schedule's first step is 0: the slope of the "
+                         f"{objective.loss.name} loss at -{typical:.3g} overflows (lam "
+                         f"{objective.lam:g}); give learning_rate 'constant' or "
+                         f"'invscaling' with eta0")
     eta1 = typical / max(1.0, slope)
     return 1.0 / (eta1 * objective.lam)
 
@@ -193,6 +198,8 @@ class Schedule:
                              "optimal schedule) or fit_intercept=False")
         if learning_rate in ("constant", "invscaling") and not (np.isfinite(eta0) and eta0 > 0):
             raise ValueError(f"eta0 must be positive for {learning_rate!r}, got {eta0}")
+        if learning_rate == "invscaling" and not (np.isfinite(power_t) and power_t >= 0):
+            raise ValueError(f"power_t must be finite and >= 0, got {power_t}")
         self.eta0, self.power_t = float(eta0), float(power_t)
         self.t0 = optimal_t0(objective) if learning_rate == "optimal" else 0.0
         self.radius = 1.0 / math.sqrt(objective.lam) if project else 0.0

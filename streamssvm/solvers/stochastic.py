@@ -19,7 +19,7 @@ import numpy as np
 
 from .._memory import available_memory_bytes
 from .._progress import progress_bar
-from .common import ConvergenceWarning, SolverResult, stopping_threshold
+from .common import ConvergenceWarning, SolverResult, start_state, stopping_threshold
 
 
 def per_sample_array(n, memory_limit=None):
@@ -95,10 +95,9 @@ class EpochRun:
             evaluated = self.history[-1].get("f") is not None
             self.state = objective.evaluate(self.resumed["w"]) if evaluated else None
         else:
-            zero = objective.evaluate(np.zeros(objective.n_variables))
-            self.threshold = stopping_threshold(objective, zero.grad_norm, tol, abs_tol,
+            self.state, grad0_norm = start_state(objective, w0)
+            self.threshold = stopping_threshold(objective, grad0_norm, tol, abs_tol,
                                                 liblinear_tol)
-            self.state = zero if w0 is None else objective.evaluate(np.array(w0, dtype=np.float64))
             self.epoch = 0
             self.history = []
             self._record()
@@ -140,6 +139,8 @@ class EpochRun:
         """True while another epoch is due (not converged, epochs and time left)."""
         if self.converged:
             return False
+        if self.state is not None and not np.isfinite(self.state.f):
+            return False  # diverged: :meth:`result` says so
         if self.epoch >= self.max_iter:
             return False
         if self.max_seconds is not None and time.perf_counter() - self.start >= self.max_seconds:
@@ -190,6 +191,10 @@ class EpochRun:
         self.bar.close()
         if self.state is None or not np.array_equal(self.state.w, w):
             self.state = self.objective.evaluate(w)
+        if not np.isfinite(self.state.f):
+            raise FloatingPointError(
+                f"{self.name} diverged: the objective is not finite after epoch {self.epoch} "
+                f"(a step too large for the data: lower the step size or its schedule's start)")
         converged = self.converged
         if converged and not self.finished:
             self.message = "converged"

@@ -23,7 +23,8 @@ Newton frameworks for large-scale linear classification", ACML 2018 (M = 0.99 I 
 import numpy as np
 
 from .._memory import available_memory_bytes
-from .common import PreconditionedCG, Run, backtracking, diag_preconditioner, m_dot
+from .common import (OVERFLOW, PreconditionedCG, Run, backtracking, diag_preconditioner,
+                     m_dot)
 
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
 SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
@@ -212,9 +213,12 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
                 path.reset()  # products from memory: no path (nor an old state) is kept
             s, sr, steps, on_boundary = _trust_region_cg(objective, state, precond, delta,
                                                           xi_t, cg, path if keep else None)
-        trial = objective.evaluate(state.w + s)
         gs = float(state.grad @ s)
         predicted = -0.5 * (gs - sr)
+        if not np.isfinite(predicted):  # else every test below is False: rejected forever
+            run.message = OVERFLOW
+            break
+        trial = objective.evaluate(state.w + s)
         actual = state.f - trial.f
         snorm = np.sqrt(m_dot(s, s, precond))
         if run.iteration == 0:
