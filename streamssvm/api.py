@@ -8,6 +8,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .data import BlockSource, InMemorySource, Store, StoreSet
+from .data.checksum import digest
 from .model import Model
 from .objective import SmoothSVMObjective
 from .losses import get_loss
@@ -169,11 +170,13 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
                 hold=hold, cache_curved=cache_curved)
             if checkpoint is not None:
                 problem = dict(data=[source.name, source.n_samples, source.n_features,
-                                     source.nnz], loss=objective.loss.spec, lam=lam,
+                                     source.nnz, source.data_digest()],
+                               loss=objective.loss.spec, lam=lam,
                                solver=solver, tol=tol, abs_tol=abs_tol,
                                liblinear_tol=liblinear_tol, fit_intercept=fit_intercept,
                                intercept_scaling=intercept_scaling, options=solver_options,
-                               weighted=sample_weight is not None)
+                               weights=None if objective.sample_weight is None
+                               else digest([objective.sample_weight]))
                 solver_options = dict(solver_options, checkpoint=Checkpoint(
                     checkpoint, checkpoint_every, problem))
             result = solve(objective, w0=w0, tol=tol, abs_tol=abs_tol,

@@ -69,6 +69,66 @@ def test_a_checkpoint_of_another_training_is_refused(data, tmp_path):
         _train(data, "tron", {}, 2, checkpoint=tmp_path / "junk.ckpt")
 
 
+@pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")
+@pytest.mark.parametrize("solver", ["tron", "sgd", "saga", "sdca"])
+def test_a_checkpoint_of_other_data_or_weights_of_the_same_shape_is_refused(data, tmp_path,
+                                                                           solver):
+    """Two matrices of the same shape and nonzeros (a fold's rows against another's), and
+    other row weights, are other trainings: resuming would return the first's model."""
+    X, y = data
+    half = X.shape[0] // 2
+    path = tmp_path / "run.ckpt"
+    _train((X[:half], y[:half]), solver, {}, 2, checkpoint=path)
+    other = (X[half:2 * half], y[half:2 * half])
+    assert other[0].shape == X[:half].shape
+    with pytest.raises(ValueError, match="another training \\(differs in data\\)"):
+        _train(other, solver, {}, 2, checkpoint=path)
+    if solver == "tron":  # the stochastic solvers take no weights
+        weights = np.ones(half)
+        _train((X[:half], y[:half]), solver, {}, 2, checkpoint=tmp_path / "w.ckpt",
+               sample_weight=weights)
+        weights[0] = 2.0
+        with pytest.raises(ValueError, match="another training \\(differs in weights\\)"):
+            _train((X[:half], y[:half]), solver, {}, 2, checkpoint=tmp_path / "w.ckpt",
+                   sample_weight=weights)
+
+
+@pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")
+def test_a_store_checkpoint_is_of_its_contents(data, tmp_path):
+    """A store converted again from other rows at the same path is other data (its
+    blocks' checksums name it, without a pass), the same rows again the same."""
+    X, y = data
+    store = tmp_path / "s.h5"
+    write_store(store, InMemorySource(X[:1000], y[:1000]))
+    path = tmp_path / "run.ckpt"
+    streamssvm.train_stream(store, lam=1e-3, max_iter=2, progress=False, checkpoint=path)
+    write_store(store, InMemorySource(X[:1000], y[:1000]), overwrite=True)
+    streamssvm.train_stream(store, lam=1e-3, max_iter=3, progress=False, checkpoint=path)
+    write_store(store, InMemorySource(X[1000:2000], y[1000:2000]), overwrite=True)
+    with pytest.raises(ValueError, match="differs in data"):
+        streamssvm.train_stream(store, lam=1e-3, max_iter=4, progress=False, checkpoint=path)
+
+
+@pytest.mark.parametrize("damage", ["nan", "meta"])
+def test_a_checkpoint_with_nan_or_meta_not_an_object_is_refused(data, tmp_path, damage):
+    """A NaN in w made TRON reject its steps forever; meta that is JSON but not an object
+    raised an AttributeError."""
+    path = tmp_path / "run.ckpt"
+    _train(data, "tron", {}, 2, checkpoint=path)
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    if damage == "nan":
+        arrays["w"][3] = np.nan
+    else:
+        arrays["meta"] = np.array("[1, 2]")
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+    message = ("damaged checkpoint \\(w holds NaN" if damage == "nan"
+               else "not a streamssvm checkpoint")
+    with pytest.raises(ValueError, match=message):
+        _train(data, "tron", {}, 4, checkpoint=path)
+
+
 @pytest.mark.parametrize("solver, options, name", [("sgd", dict(average=True), "avg_u"),
                                                    ("saga", {}, "avg_grad")])
 def test_a_damaged_checkpoint_is_refused(data, tmp_path, solver, options, name):

@@ -52,6 +52,11 @@ def checksum(array):
     return np.array(_fletcher64(words, raw[whole:]), np.uint64)
 
 
+def digest(arrays):
+    """A hex string naming the contents of ``arrays``: the checksum of their checksums."""
+    return checksum(np.concatenate([checksum(a) for a in arrays])).tobytes().hex()
+
+
 def attributes_checksum(attributes):
     """The checksum of a file's attributes (a mapping of names to values), that of
     ``SELF`` left out: names in sorted order, each followed by a NUL byte, its value's

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .checksum import digest
+
 
 @dataclass(frozen=True)
 class Block:
@@ -106,6 +108,15 @@ class BlockSource:
                 if nxt is not None:
                     pending.append(pool.submit(read, nxt[1], nxt[0]))
                 yield block
+
+    def data_digest(self):
+        """A hex digest of the data (one pass): what a checkpoint records of the data it
+        belongs to."""
+        arrays = []
+        for b in self.iter_blocks(transient=True):
+            rows = slice(b.indptr[0], b.indptr[-1])
+            arrays += [b.indptr - b.indptr[0], b.indices[rows], b.data[rows], b.y]
+        return digest(arrays)
 
     def read_range(self, first, stop):
         """Blocks ``first .. stop - 1`` as one Block (their rows, concatenated)."""

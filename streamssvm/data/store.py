@@ -11,7 +11,7 @@ import numpy as np
 
 from .._atomic import NO_ROOM, atomic_output
 from ..kernels import codec
-from .checksum import ALGORITHM, attributes_checksum, checksum
+from .checksum import ALGORITHM, attributes_checksum, checksum, digest
 from .source import Block, BlockSource
 
 FORMAT_NAME = "streamssvm.csr-blocks"
@@ -580,6 +580,11 @@ class Store(BlockSource):
             block = self.read_block(k, buffers)  # lean blocks' scratch stays in buffers
             indptr[r0 + 1:r1 + 1] = block.indptr[1:] + z0
         return Block(first, int(self.row_offsets[first]), indptr, indices, data, y)
+
+    def data_digest(self):
+        """As the source's, from the table of the blocks' checksums if the store has one
+        (no pass)."""
+        return digest([self._block_checksums]) if self.checksums else super().data_digest()
 
     def read_block(self, k, buffers=None):
         """Block ``k``, as fresh arrays or as views of ``buffers`` (a dict of arrays named

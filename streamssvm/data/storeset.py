@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from .checksum import digest
 from .source import BlockSource
 from .store import Store, StoreError
 
@@ -106,6 +107,15 @@ class StoreSet(BlockSource):
         created)}``; another process compares it to know that it opened the same files."""
         return {path: (s.n_samples, s.n_features, s.nnz, s.n_blocks, s.metadata.get("created"))
                 for path, s in self._stores.items()}
+
+    def data_digest(self):
+        """As the source's, from the stores' tables of their blocks' checksums if they all
+        have one (no pass)."""
+        stores = [self._stores[path] for path, _, _ in self.pieces]
+        if not all(s.checksums for s in stores):
+            return super().data_digest()
+        return digest([s._block_checksums[first:stop]
+                       for s, (_, first, stop) in zip(stores, self.pieces)])
 
     def _renumbered(self, piece, block):
         """``block`` of a piece's store, with its index and first row in the set."""

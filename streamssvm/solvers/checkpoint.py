@@ -53,7 +53,7 @@ class Checkpoint:
                 arrays = {k: z[k] for k in z.files if k != "meta"}
         except (OSError, ValueError, KeyError) as e:
             raise ValueError(f"{self.path}: not a readable checkpoint ({e})") from None
-        if meta.get("format") != CHECKPOINT_FORMAT:
+        if not isinstance(meta, dict) or meta.get("format") != CHECKPOINT_FORMAT:
             raise ValueError(f"{self.path}: not a streamssvm checkpoint")
         if meta.get("problem") != self.problem:
             theirs = meta.get("problem", {})
@@ -61,6 +61,11 @@ class Checkpoint:
                           if theirs.get(k) != self.problem.get(k))
             raise ValueError(f"{self.path}: checkpoint of another training (differs in "
                              f"{', '.join(keys)}); remove it or train with its settings")
+        damaged = [k for k, a in arrays.items()
+                   if a.dtype.kind == "f" and not np.all(np.isfinite(a))]
+        if damaged:  # no solver's state holds them: TRON would reject steps forever
+            raise ValueError(f"{self.path}: damaged checkpoint ({', '.join(damaged)} holds "
+                             f"NaN or infinite values)")
         return meta, arrays
 
     def save(self, state, arrays, force=False):
