@@ -422,3 +422,30 @@ def test_cli_errors(tmp_path, write_text, python, python_env, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["convert", "a", "b", "--like", "x", "--n-features", "3"])
     assert exit_info.value.code == 2 and "not allowed with" in capsys.readouterr().err
+
+
+def test_a_value_beyond_float32_is_refused_not_stored_as_inf(tmp_path, write_text):
+    """The parser checks values in float64; narrowing 1e300 to the default float32 stored
+    inf without a word, and training on the store then hung."""
+    src = write_text("-1 2:1\n1 1:2 2:1\n-1 1:1e300\n")
+    out = tmp_path / "big.h5"
+    with pytest.raises(ValueError, match=r"row 3: the value 1e\+300 is beyond float32's "
+                                         r"range: write float64 values"):
+        convert_svmlight(src, out)
+    assert not out.exists()
+    convert_svmlight(src, out, value_dtype="float64")
+    with Store(out) as store:
+        assert store.read_rows(0, 3)[0].data.max() == 1e300
+
+
+def test_a_store_of_labels_alone_trains_an_intercept_or_is_refused(tmp_path, write_text):
+    """A file of labels converts to a store without columns (documented); training on it
+    raised a ZeroDivisionError."""
+    import streamssvm
+
+    out = tmp_path / "labels.h5"
+    convert_svmlight(write_text("1\n-1\n1\n"), out)
+    with pytest.raises(ValueError, match="labels.h5: no features to train on"):
+        streamssvm.train_stream(out, progress=False)
+    model = streamssvm.train_stream(out, fit_intercept=True, lam=1e-3, progress=False)
+    assert model.intercept_ > 0  # two of the three labels are +1

@@ -270,7 +270,15 @@ class StoreWriter:
         group = self._file.create_group(_block_name(self.n_blocks))
         self._dataset(group, "indptr", indptr)
         indices = np.ascontiguousarray(indices[:nnz], dtype=np.int32)
-        data = np.ascontiguousarray(data[:nnz], dtype=self.value_dtype)
+        values = data[:nnz]
+        with np.errstate(over="ignore"):
+            data = np.ascontiguousarray(values, dtype=self.value_dtype)
+        if not np.all(np.isfinite(data)):  # finite in the input: too large for float32
+            k = int(np.argmin(np.isfinite(data)))
+            row = self._row_offsets[-1] + int(np.searchsorted(indptr, k, side="right"))
+            raise StoreError(f"{self.path}: row {row}: the value {float(values[k]):g} is "
+                             f"beyond {self.value_dtype.name}'s range: write float64 values "
+                             f"(convert --float64)")
         single = self.encoding != "plain" and codec.single_valued(indptr, data)
         if single or self.encoding == "lean":
             self.lean_blocks += 1

@@ -130,6 +130,8 @@ class SmoothSVMObjective:
             raise ValueError(f"lambda must be a positive finite number, got {lam}")
         if source.n_samples == 0:
             raise ValueError(f"{source.name}: no rows to train on")
+        if source.n_features == 0 and not fit_intercept:
+            raise ValueError(f"{source.name}: no features to train on (and no intercept)")
         if len(source.classes) != 2:
             raise ValueError(f"{source.name}: {len(source.classes)} classes; the objective "
                              f"needs two distinct labels: train each class against the rest "
