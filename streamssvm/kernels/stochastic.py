@@ -418,8 +418,15 @@ def _prox_margin(code, m_rest, q, sigma, theta, params, start):
             step, last = z - 0.5 * (lo + hi), math.inf
         moved = abs(step)
         z -= step
-        if abs(step) <= 4.0 * _ULP * max(abs(z), 1.0):
-            return z, slope - curv * step if step != 0.0 else slope
+        width = 4.0 * _ULP * max(abs(z), 1.0)
+        if abs(step) <= width:
+            estimate = slope - curv * step if step != 0.0 else slope
+            # the root lies within 2 width of z, so the equation pins psi'(z) to within
+            # 2 width / q of (m_rest - z) / q; where the estimate is not, psi' jumps
+            # within an ulp (sigma below z's resolution): the equation's slope then
+            exact = (m_rest - z) / q
+            bound = (2.0 * width + _ULP * abs(m_rest)) / q + _ULP * abs(exact)
+            return z, estimate if abs(estimate - exact) <= bound else exact
     return z, derivatives(code, z, sigma, theta, params)[1]
 
 
@@ -452,15 +459,17 @@ def _bracket(code, m_rest, q, sigma, theta, params, lo, hi):
 
 @njit(cache=True, nogil=True)
 def sdca_rows(indptr, indices, data, y, order, row_start, dual, w, code, sigma, theta, params,
-              scale):
+              scale, lowest, highest):
     """Dual coordinate ascent on rows ``order``: alpha_i >= 0 with w = scale sum_i alpha_i y_i x_i
     (scale = 1 / (lam n)). Returns the largest |change of alpha_i| times ||x_i||^2 scale
     (the change of the row's margin), a stopping measure.
 
     The step maximises -psi*(-alpha_i) - the quadratic in alpha_i exactly: with
     q = scale ||x_i||^2 and m_rest the margin without row i's own term, the new margin
-    z = prox_{q psi}(m_rest) and alpha_i = -psi'(z). The hinge's prox is the clip
-    alpha_i = min(1, max(0, (theta - m_rest) / q)) (LIBLINEAR -s 3).
+    z = prox_{q psi}(m_rest) and alpha_i = -psi'(z), psi'(z) kept in [``lowest``,
+    ``highest``], where psi* is finite (the step's rounding may pass a closed end by an
+    ulp). The hinge's prox is the clip alpha_i = min(1, max(0, (theta - m_rest) / q))
+    (LIBLINEAR -s 3).
     """
     largest = 0.0
     for pos in range(order.shape[0]):
@@ -477,7 +486,8 @@ def sdca_rows(indptr, indices, data, y, order, row_start, dual, w, code, sigma, 
         if code == HINGE:
             new = min(1.0, max(0.0, (theta - m_rest) / q))
         else:
-            new = -_prox_margin(code, m_rest, q, sigma, theta, params, margin)[1]
+            slope = _prox_margin(code, m_rest, q, sigma, theta, params, margin)[1]
+            new = -min(max(slope, lowest), highest)
         change = new - old
         if change != 0.0:
             dual[row_start + i] = new

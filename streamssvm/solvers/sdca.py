@@ -199,8 +199,14 @@ def _sweep(objective, rng, settled, inner_epochs, dual, w, scale):
             visited += rows.shape[0]
             largest = max(largest, sk.sdca_rows(
                 block.indptr, block.indices, block.data, block.y, rows, block.row_start,
-                dual, w, *objective.loss_args, scale))
+                dual, w, *objective.loss_args, scale, *_slopes(objective.loss)))
     return dict(max_change=largest, visited=visited)
+
+
+def _slopes(loss):
+    """The closed range of psi' where psi* is finite (an open end moved in by an ulp)."""
+    lo, hi, lo_closed, hi_closed = loss.conjugate_domain
+    return (lo if lo_closed else np.nextafter(lo, hi)), (hi if hi_closed else np.nextafter(hi, lo))
 
 
 class _Epoch:
