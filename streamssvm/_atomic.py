@@ -10,19 +10,33 @@ NO_ROOM = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded",
            errno.EFBIG: "file too large (the file system's or the process's size limit)"}
 
 
+def check_output(path, overwrite=False):
+    """Refuse an output ``path`` before any work: an existing one (unless ``overwrite``), a
+    directory, or one in a directory that does not exist (an OSError naming ``path``).
+    Returns the directory that will hold it."""
+    path = os.fspath(path)
+    if os.path.exists(path) and not overwrite:
+        raise FileExistsError(errno.EEXIST, "output exists (pass overwrite=True / --overwrite "
+                                            "to replace it)", path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file to write", path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(errno.ENOENT, f"no directory {directory} to write it in", path)
+    return directory
+
+
 @contextlib.contextmanager
 def atomic_output(path, overwrite=False):
     """Yield a temporary path beside ``path``; rename it onto ``path`` on success.
 
     On any exception (including KeyboardInterrupt) the temporary file is removed and
-    ``path`` is untouched. An existing ``path`` is refused unless ``overwrite``.
-    The data is fsync'ed before the rename so that a crash cannot leave a renamed but
-    truncated file.
+    ``path`` is untouched. ``path`` is checked by :func:`check_output` first; errors name
+    ``path``, never the temporary file. The data is fsync'ed before the rename so that a
+    crash cannot leave a renamed but truncated file.
     """
     path = os.fspath(path)
-    if os.path.exists(path) and not overwrite:
-        raise FileExistsError(errno.EEXIST, "output exists (pass overwrite to replace it)", path)
-    directory = os.path.dirname(os.path.abspath(path))
+    directory = check_output(path, overwrite)
     tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp-{os.getpid()}")
     try:
         yield tmp
@@ -30,11 +44,13 @@ def atomic_output(path, overwrite=False):
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException as exc:
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):  # never made (or never makeable): exc says why
             os.unlink(tmp)
         if isinstance(exc, OSError) and exc.errno in NO_ROOM:
             raise OSError(exc.errno, f"{NO_ROOM[exc.errno]} while writing; nothing was "
                                      f"written", path) from exc
+        if isinstance(exc, OSError) and tmp in (exc.filename, exc.filename2):
+            raise OSError(exc.errno, exc.strerror, path) from exc  # of its type, by errno
         raise
     dir_fd = os.open(directory, os.O_RDONLY)
     try:

@@ -15,7 +15,7 @@ import sys
 import numpy as np
 
 from . import __version__
-from ._atomic import NO_ROOM
+from ._atomic import NO_ROOM, atomic_output, check_output
 from .data.store import Store, StoreError
 from .data.svmlight import SvmlightFormatError
 from .solvers import SOLVERS, STOCHASTIC
@@ -332,8 +332,7 @@ def cmd_train(args):
 
     if len(args.store) == 1:
         args.store = args.store[0]
-    if os.path.exists(args.output) and not args.overwrite:
-        raise FileExistsError(errno.EEXIST, "exists (pass --overwrite to replace it)", args.output)
+    check_output(args.output, args.overwrite)  # before the training, not after
     options = dict(_solver_options(args), **_checkpoint_options(args))
     with _dask_client(args.scheduler) as client:
         model = train_one_vs_rest(args.store, class_weight=args.class_weight, loss=args.loss,
@@ -376,18 +375,22 @@ def _add_predict(subparsers):
 
 
 def cmd_predict(args):
-    from ._atomic import atomic_output
     from .model import Model
 
+    if args.output:
+        check_output(args.output, args.overwrite)  # before the pass over the store
     model = Model.load(args.model)
     with Store(args.store) as store:
         decision, labels = model.decision_and_labels(store)
         accuracy = model.accuracy(decision, labels, store.classes)
     print(f"accuracy {accuracy:.4f} on {len(labels):,} rows of {args.store}")
     if args.output:  # one-vs-rest decision values: one column per class
-        values = decision if args.decision else model.labels_of(decision)
         with atomic_output(args.output, overwrite=args.overwrite) as tmp:
-            np.savetxt(tmp, values, fmt="%.17g" if args.decision else "%g")
+            if args.decision:
+                np.savetxt(tmp, decision, fmt="%.17g")
+            else:
+                np.savetxt(tmp, [_label(v) for v in model.labels_of(decision).tolist()],
+                           fmt="%s")
     return 0
 
 
@@ -409,7 +412,10 @@ def _add_demo(subparsers):
         "demo", help="the main job on the shipped a9a data: convert, train, test",
         description="Convert the shipped a9a train/test files to stores, print the store "
                     "summary, train psi_G by TRON, print train and test accuracy.")
-    p.add_argument("--workdir", help="keep the stores here (default: a temporary folder)")
+    p.add_argument("--workdir", help="keep the stores here, a9a.h5 and a9a.t.h5 (created if "
+                                      "missing; default: a temporary folder)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the stores in WORKDIR if they exist")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_demo)
 
@@ -417,8 +423,14 @@ def _add_demo(subparsers):
 def cmd_demo(args):
     from .demo import run_demo
 
-    run_demo(args.workdir, progress=not args.quiet)
+    run_demo(args.workdir, progress=not args.quiet, overwrite=args.overwrite)
     return 0
+
+
+def _label(value):
+    """A label as written: an integer without a decimal point, else the shortest text that
+    reads back as the same float (%g rounded 1000001 to 1e+06)."""
+    return str(int(value)) if value.is_integer() and abs(value) < 2 ** 53 else repr(value)
 
 
 def _size(n):

@@ -5,23 +5,30 @@ import sys
 import tempfile
 import time
 
+from ._atomic import check_output
 from .api import train_stream
 from .data import Store, convert_svmlight
 from .datasets import a9a_paths
 
 
-def run_demo(workdir=None, loss="psi_g", sigma=2.0 ** -3, lam=1e-5, progress=True, out=sys.stdout):
+def run_demo(workdir=None, loss="psi_g", sigma=2.0 ** -3, lam=1e-5, progress=True, out=sys.stdout,
+             overwrite=False):
     """Convert the shipped a9a train/test files, train, print the test accuracy.
 
-    Returns the trained Model. Stores go to ``workdir`` (a temporary folder by default).
+    Returns the trained Model. Stores go to ``workdir`` (created if missing; a temporary
+    folder by default); stores already there are refused unless ``overwrite``.
     """
     train_txt, test_txt = a9a_paths()
     with tempfile.TemporaryDirectory() as tmp:
+        if workdir and not os.path.exists(workdir):
+            os.makedirs(workdir)
         workdir = workdir or tmp
         train_h5 = os.path.join(workdir, "a9a.h5")
         test_h5 = os.path.join(workdir, "a9a.t.h5")
-        convert_svmlight(train_txt, train_h5, overwrite=True, progress=progress)
-        convert_svmlight(test_txt, test_h5, like=train_h5, overwrite=True, progress=progress)
+        for path in (train_h5, test_h5):  # both, before either is written
+            check_output(path, overwrite)
+        convert_svmlight(train_txt, train_h5, overwrite=overwrite, progress=progress)
+        convert_svmlight(test_txt, test_h5, like=train_h5, overwrite=overwrite, progress=progress)
         with Store(train_h5) as store:
             n_neg, n_pos = store.label_counts()
             print(f"store {train_h5}: {store.n_samples} rows x {store.n_features} features, "

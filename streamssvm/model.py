@@ -20,6 +20,26 @@ from .data.memory import as_csr
 
 MODEL_FORMAT = "streamssvm.model"
 MODEL_VERSION = 2  # the newest read; binary models are still written as version 1
+# what reading a damaged or foreign file raises (np.load, json, the checks of its parts)
+READ_ERRORS = (OSError, KeyError, ValueError, TypeError, EOFError, zipfile.BadZipFile)
+
+
+def json_default(value):
+    """``json.dumps``' fallback: numpy's numbers (options such as np.int64(50)) as Python's."""
+    if isinstance(value, (np.integer, np.bool_)):
+        return value.item()
+    if isinstance(value, np.floating):  # float(): longdouble's item() is a longdouble
+        return float(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def read_meta(z):
+    """The JSON object ``meta`` of the open ``.npz`` file ``z``; a ValueError if it is not
+    one."""
+    meta = json.loads(str(z["meta"]))
+    if not isinstance(meta, dict):
+        raise ValueError(f"meta {json.dumps(meta)[:40]} is not a JSON object")
+    return meta
 
 
 class Model:
@@ -163,7 +183,8 @@ class Model:
     def save(self, path, overwrite=True):
         """Write the model to ``path`` (``.npz``; whole or not at all)."""
         meta = json.dumps({"format": MODEL_FORMAT, "version": 2 if self.multiclass else 1,
-                           "params": self.params, "history": self.history})
+                           "params": self.params, "history": self.history},
+                          default=json_default)
         with atomic_output(path, overwrite=overwrite) as tmp:
             with open(tmp, "wb") as fh:
                 np.savez(fh, coef=self.coef_, intercept=np.asarray(self.intercept_, np.float64),
@@ -174,7 +195,7 @@ class Model:
         """Read a model written by :meth:`save`."""
         try:
             with np.load(path, allow_pickle=False) as z:
-                meta = json.loads(str(z["meta"]))
+                meta = read_meta(z)
                 if meta.get("format") != MODEL_FORMAT:
                     raise ValueError("format tag missing")
                 if meta.get("version", 1) > MODEL_VERSION:
@@ -184,5 +205,5 @@ class Model:
                     raise ValueError(f"classes {z['classes'].tolist()} are not all finite")
                 return cls(z["coef"], z["intercept"], z["classes"], meta["params"],
                            meta["history"])
-        except (OSError, KeyError, ValueError, TypeError, EOFError, zipfile.BadZipFile) as exc:
+        except READ_ERRORS as exc:
             raise ValueError(f"{path}: not a streamssvm model ({exc})") from exc

@@ -13,7 +13,7 @@ import numpy as np
 from ._atomic import atomic_output
 from .api import open_source
 from .data import InMemorySource
-from .model import Model
+from .model import READ_ERRORS, Model, json_default, read_meta
 from .objective.smooth_svm import SmoothSVMObjective, check_threads
 from .solvers.sgd import SGDState, Schedule, check_delay, sgd_epoch
 
@@ -58,6 +58,8 @@ class OnlineTrainer:
         pegasos = solver == "pegasos"
         project = pegasos if project is None else bool(project)
         check_delay(delay, project)
+        if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0):
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         self.options = dict(
             loss=loss if isinstance(loss, str) else loss.spec, sigma=sigma, lam=float(lam),
             solver=solver, learning_rate="pegasos" if pegasos else (learning_rate or "optimal"),
@@ -135,27 +137,38 @@ class OnlineTrainer:
                     rng=self.rng.bit_generator.state)
         with atomic_output(path, overwrite=overwrite) as tmp:
             with open(tmp, "wb") as f:
-                np.savez(f, v=st.v, avg_u=st.avg_u, state=st.state, meta=json.dumps(meta))
+                np.savez(f, v=st.v, avg_u=st.avg_u, state=st.state,
+                         meta=json.dumps(meta, default=json_default))
 
     @classmethod
     def load(cls, path, n_threads=None):
         """An OnlineTrainer from a file written by :meth:`save`, on ``n_threads`` threads
         (the machine's, not the state's: the steps are the same on any number)."""
-        with np.load(path, allow_pickle=False) as z:
-            try:
-                meta = json.loads(str(z["meta"]))
-                arrays = {k: z[k] for k in ("v", "avg_u", "state")}
-            except (KeyError, ValueError) as e:
-                raise ValueError(f"{path}: not an online trainer state ({e})") from None
-        if meta.get("format") != STATE_FORMAT:
-            raise ValueError(f"{path}: not an online trainer state (format "
-                             f"{meta.get('format')!r})")
-        trainer = cls(**meta["options"], n_threads=n_threads)
-        trainer.classes = tuple(meta["classes"])
-        trainer.epochs, trainer.rows_seen = meta["epochs"], meta["rows_seen"]
-        trainer.rng.bit_generator.state = meta["rng"]
-        o = meta["options"]
-        st = SGDState(len(arrays["v"]), o["fit_intercept"], o["average"], o.get("delay", 0))
+        n_threads = check_threads(n_threads)  # the caller's, not the file's
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                meta = read_meta(z)
+                if meta.get("format") != STATE_FORMAT:
+                    raise ValueError(f"format {meta.get('format')!r}")
+                arrays = {k: z[k].astype(np.float64) for k in ("v", "avg_u", "state")}
+            if not all(np.all(np.isfinite(a)) for a in arrays.values()):
+                raise ValueError("the state holds NaN or infinite values")
+            classes = np.asarray(meta["classes"], dtype=np.float64)
+            if classes.shape != (2,) or classes[0] == classes[1] or not np.all(
+                    np.isfinite(classes)):
+                raise ValueError(f"classes {meta['classes']!r} are not two distinct finite "
+                                 f"numbers")
+            counts = (meta["epochs"], meta["rows_seen"])
+            if not all(isinstance(c, int) and c >= 0 for c in counts):
+                raise ValueError(f"epochs, rows_seen {counts} are not non-negative integers")
+            trainer = cls(**meta["options"], n_threads=n_threads)
+            trainer.classes = tuple(classes.tolist())
+            trainer.epochs, trainer.rows_seen = counts
+            trainer.rng.bit_generator.state = meta["rng"]
+            o = trainer.options
+            st = SGDState(len(arrays["v"]), o["fit_intercept"], o["average"], o["delay"])
+        except READ_ERRORS as exc:
+            raise ValueError(f"{path}: not an online trainer state ({exc})") from exc
         st.restore(arrays, f"{path}: damaged online trainer state")
         trainer.sgd_state = st
         return trainer

@@ -208,3 +208,46 @@ def test_quiet_runs_take_no_progress_bar_lock(tmp_path, make_svmlight):
     finally:
         lock.release()
         worker.join()
+
+
+def test_output_errors_name_the_output_before_any_work(tmp_path, inputs, capsys):
+    """Errors named the temporary file (".m.npz.tmp-3238: No such file or directory"), and
+    train found the output's folder missing only after the whole fit."""
+    src, store, model = inputs
+    missing = tmp_path / "missing" / "m.npz"
+    checkpoint = tmp_path / "ck.npz"
+    assert main(["train", str(store), "-o", str(missing), "--quiet", "--solver", "sgd",
+                 "--checkpoint", str(checkpoint), "--checkpoint-every", "0"]) == 1
+    assert capsys.readouterr().err == (f"streamssvm: error: {missing}: no directory "
+                                       f"{tmp_path / 'missing'} to write it in\n")
+    assert not checkpoint.exists()  # refused before training, which writes it at once
+    out = tmp_path / "out"
+    for argv in (["train", str(store), "-o", str(out), "--overwrite"],
+                 ["predict", str(model), str(store), "-o", str(out), "--overwrite"]):
+        assert main(argv) == 1
+        assert capsys.readouterr().err == (f"streamssvm: error: {out}: is a directory, not a "
+                                           f"file to write\n")
+    with pytest.raises(FileNotFoundError, match="no directory") as info:
+        Model(np.ones(3), 0.0, (-1.0, 1.0)).save(missing)
+    assert info.value.filename == str(missing)
+    # a temporary name too long, where the output's is not: the error names the output
+    # (and the failed removal of the temporary file, never made, does not hide it)
+    long_name = tmp_path / ("m" * 250 + ".npz")
+    with pytest.raises(OSError, match="File name too long") as info:
+        Model(np.ones(3), 0.0, (-1.0, 1.0)).save(long_name)
+    assert info.value.filename == str(long_name)
+    assert sorted(os.listdir(tmp_path)) == ["model.npz", "out", "train.h5", "train.svm"]
+
+
+def test_demo_creates_its_workdir_and_keeps_the_stores_there(tmp_path, capsys):
+    """demo --workdir replaced a9a.h5 and a9a.t.h5 there without asking (overwrite=True)."""
+    work = tmp_path / "new" / "work"  # created
+    assert main(["demo", "--quiet", "--workdir", str(work)]) == 0
+    assert "test accuracy  0.84" in capsys.readouterr().out
+    stores = {name: (work / name).read_bytes() for name in ("a9a.h5", "a9a.t.h5")}
+    (work / "a9a.h5").unlink()  # the other is refused too, before either is written
+    assert main(["demo", "--quiet", "--workdir", str(work)]) == 1
+    assert capsys.readouterr().err == (f"streamssvm: error: {work / 'a9a.t.h5'}: output exists "
+                                       f"(pass overwrite=True / --overwrite to replace it)\n")
+    assert os.listdir(work) == ["a9a.t.h5"]
+    assert (work / "a9a.t.h5").read_bytes() == stores["a9a.t.h5"]

@@ -111,6 +111,28 @@ def test_save_load_round_trip(tmp_path):
     assert meta["format"] == "streamssvm.model" and meta["params"]["loss"] == "psi_m"
 
 
+def test_numpy_scalar_options_are_saved_as_python_values(tmp_path):
+    """Options given as numpy scalars (as grids built with np.arange give) made the save
+    fail in json: "Object of type int64 is not JSON serializable"."""
+    from streamssvm import OnlineTrainer
+
+    X, y = blobs()
+    model = train_stream(X, y, fit_intercept=True, intercept_scaling=np.float32(2),
+                         max_iter=np.int64(50), **TRAIN)
+    model.params["flags"] = [np.bool_(True), np.longdouble(0.5)]
+    model.save(tmp_path / "model.npz")
+    params = Model.load(tmp_path / "model.npz").params
+    assert params["intercept_scaling"] == 2.0 and params["max_iter"] == 50
+    assert params["flags"] == [True, 0.5]
+    trainer = OnlineTrainer(average=np.int64(3), seed=np.int64(4)).partial_fit(X, y)
+    trainer.save(tmp_path / "state.npz")
+    loaded = OnlineTrainer.load(tmp_path / "state.npz")
+    assert loaded.options == trainer.options and loaded.options["average"] == 3
+    model.params["callback"] = object()  # anything else is still refused
+    with pytest.raises(TypeError, match="Object of type object is not JSON serializable"):
+        model.save(tmp_path / "other.npz")
+
+
 def test_load_refuses_other_files(tmp_path):
     other = tmp_path / "other.npz"
     np.savez(other, coef=np.zeros(3))
@@ -142,8 +164,8 @@ def test_failed_save_leaves_the_existing_file_untouched(tmp_path):
         good.save(path, overwrite=False)
     assert _snapshot(tmp_path) == before
 
-    # a failure after the temporary file was written (the final rename onto a directory)
-    # removes the temporary file and leaves the target as it was
+    # a directory as the target is refused before anything is written (failures after
+    # the temporary file was written: tests/test_atomic_outputs.py's full disks)
     target = tmp_path / "taken"
     target.mkdir()
     (target / "keep.txt").write_text("mine")
@@ -185,6 +207,28 @@ def test_predict_returns_the_original_labels(labels):
     decision = model.decision_function(X)
     np.testing.assert_array_equal(predicted, np.where(decision > 0, labels[1], labels[0]))
     assert model.score(X, y) == np.mean(predicted == y)
+
+
+@pytest.mark.parametrize("classes, texts", [
+    ((-1.0, 1.0), ["-1", "1"]),
+    ((1000001.0, 1000002.0, 0.1234567), ["1000001", "1000002", "0.1234567"]),
+    ((1e300, -2.5e-7, 2.0 ** 60), ["1e+300", "-2.5e-07", "1.152921504606847e+18"]),
+])
+def test_predict_writes_the_labels_exactly(tmp_path, capsys, classes, texts):
+    """predict -o wrote labels with %g: 1000001 and 1000002 both as 1e+06."""
+    from streamssvm.cli import main
+
+    k, d = len(classes), 4
+    X = sp.csr_matrix(np.eye(k, d))
+    coef = np.eye(k, d) if k > 2 else np.array([0.0, 1.0, 0.0, 0.0])  # row i: class i
+    model = Model(coef, np.zeros(k) if k > 2 else 0.0, classes)
+    model.save(tmp_path / "model.npz")
+    data = write_store(tmp_path / "data.h5", X, np.asarray(classes))
+    out = tmp_path / "labels.txt"
+    assert main(["predict", str(tmp_path / "model.npz"), str(data), "-o", str(out)]) == 0
+    assert "accuracy 1.0000" in capsys.readouterr().out
+    assert out.read_text().splitlines() == texts
+    np.testing.assert_array_equal(np.loadtxt(out, ndmin=1), model.predict(X))
 
 
 def test_score_and_decision_on_arrays_equal_those_on_a_store(tmp_path):

@@ -4,6 +4,9 @@ Numba kernels do not check bounds or values, so what they would choke on (wrong 
 non-numbers, NaN, a model applied to data of another width) must be refused before them.
 """
 
+import json
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -155,6 +158,28 @@ def test_in_memory_options_refused(kwargs, message):
         InMemorySource(X, Y.astype(float), **kwargs)
 
 
+@pytest.mark.parametrize("dtype", [np.longdouble, np.float16])
+def test_floats_the_kernels_do_not_take_are_read_as_float64(dtype):
+    """A longdouble matrix passed the dtype check and reached a numba kernel: a raw
+    TypingError from predict and from training."""
+    dense = X.toarray()
+    assert InMemorySource(dense.astype(dtype), Y).value_dtype == np.float64
+    for X_ in (dense.astype(dtype), sp.csr_matrix(dense.astype(np.longdouble))):
+        np.testing.assert_array_equal(MODEL.predict(X_), MODEL.predict(dense.astype(np.float64)))
+    trained = train_stream(dense.astype(dtype), Y, lam=1e-2, progress=False)
+    exact = train_stream(dense.astype(dtype).astype(np.float64), Y, lam=1e-2, progress=False)
+    np.testing.assert_array_equal(trained.coef_, exact.coef_)
+
+
+def test_longdouble_beyond_float64_refused():
+    huge = np.full((2, 5), np.finfo(np.longdouble).max)
+    if huge.dtype == np.float64:
+        pytest.skip("longdouble is float64 here")
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        with pytest.raises(ValueError, match="X holds NaN or infinite values"):
+            MODEL.predict(huge)
+
+
 def test_labels_of_any_real_type_are_read():
     assert InMemorySource(X, Y.astype(bool)).classes == (0.0, 1.0)
     assert InMemorySource(X.astype(np.int64), Y).value_dtype == np.float64
@@ -189,6 +214,16 @@ def test_online_trainer_threads_refused():
 
     with pytest.raises(ValueError, match="n_threads must be a positive integer or None"):
         OnlineTrainer(n_threads=-1)
+
+
+@pytest.mark.parametrize("seed", [None, -1, 1.5, True, "3"])
+def test_online_trainer_seed_refused(seed):
+    """None gave int()'s TypeError, -1 numpy's message, which does not name the seed."""
+    from streamssvm import OnlineTrainer
+
+    with pytest.raises(ValueError, match=f"seed must be a non-negative integer, got "
+                                         f"{re.escape(repr(seed))}"):
+        OnlineTrainer(seed=seed)
 
 
 # --- models -----------------------------------------------------------------------------------
@@ -273,6 +308,9 @@ def _npz(path, **arrays):
      "model version 9 is newer"),
     (lambda p: _npz(p, meta=np.array('{"format": "streamssvm.model", "params": [1], '
                                      '"history": []}')), "dictionary update sequence"),
+    (lambda p: _npz(p, meta=np.array("[1, 2]")), r"meta \[1, 2\] is not a JSON object"),
+    (lambda p: _npz(p, meta=np.array("3.5")), r"meta 3.5 is not a JSON object"),
+    (lambda p: _npz(p, meta=np.array("null")), r"meta null is not a JSON object"),
 ])
 def test_load_refuses_damaged_model_files(tmp_path, make, reason):
     path = tmp_path / "model.npz"
@@ -289,6 +327,70 @@ def test_a_truncated_model_file_is_refused(tmp_path):
         path.write_bytes(raw[:int(len(raw) * keep)])
         with pytest.raises(ValueError, match=f"{path}: not a streamssvm model"):
             Model.load(path)
+
+
+def test_predict_with_a_model_whose_meta_is_not_an_object(tmp_path, capsys):
+    """JSON that is not an object made Model.load's meta.get an AttributeError: a
+    traceback from the command line."""
+    model = _npz(tmp_path / "model.npz", coef=np.ones(5), meta=np.array("[1, 2]"))
+    data = write_store(tmp_path / "data.h5", InMemorySource(X, Y))
+    assert main(["predict", str(model), str(data)]) == 1
+    assert capsys.readouterr().err == (f"streamssvm: error: {model}: not a streamssvm model "
+                                       f"(meta [1, 2] is not a JSON object)\n")
+
+
+def _online_state(path):
+    """A trainer's saved state as (arrays, meta), and its file at ``path``."""
+    from streamssvm import OnlineTrainer
+
+    OnlineTrainer(lam=1e-2, average=True).partial_fit(X, Y).save(path)
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    return arrays, json.loads(str(arrays.pop("meta")))
+
+
+def _without(meta, key):
+    return {k: v for k, v in meta.items() if k != key}
+
+
+@pytest.mark.parametrize("damage, reason", [
+    (lambda raw, a, m: raw[:300], "File is not a zip file"),
+    (lambda raw, a, m: b"", "No data left in file"),
+    (lambda raw, a, m: (a, [1]), r"meta \[1\] is not a JSON object"),
+    (lambda raw, a, m: (a, None), "meta null is not a JSON object"),
+    (lambda raw, a, m: (a, dict(m, format="other")), "format 'other'"),
+    (lambda raw, a, m: (a, _without(m, "options")), "'options'"),
+    (lambda raw, a, m: (a, _without(m, "rng")), "'rng'"),
+    (lambda raw, a, m: (a, dict(m, rng="x")), "state must be a dict"),
+    (lambda raw, a, m: (a, dict(m, classes=None)), "classes None are not two distinct"),
+    (lambda raw, a, m: (a, dict(m, classes=[1, 2, 3])), r"classes \[1, 2, 3\] are not two"),
+    (lambda raw, a, m: (a, dict(m, classes=[1, 1])), r"classes \[1, 1\] are not two"),
+    (lambda raw, a, m: (a, dict(m, classes=["a", "b"])), "could not convert string"),
+    (lambda raw, a, m: (a, dict(m, epochs="1")), "epochs, rows_seen .* are not non-negative"),
+    (lambda raw, a, m: (a, dict(m, options=dict(m["options"], bogus=1))),
+     "unexpected keyword argument 'bogus'"),
+    (lambda raw, a, m: (a, dict(m, options=dict(m["options"], solver="tron"))),
+     "solver must be 'sgd' or 'pegasos'"),
+    (lambda raw, a, m: (dict(a, v=np.full_like(a["v"], np.nan)), m),
+     "the state holds NaN or infinite values"),
+    (lambda raw, a, m: (dict(a, v=np.array(["a"] * len(a["v"]))), m), "could not convert"),
+    (lambda raw, a, m: (dict(a, v=np.float64(1)), m), r"len\(\) of unsized object"),
+])
+def test_online_trainer_load_refuses_damaged_files(tmp_path, damage, reason):
+    """Such files escaped as BadZipFile, EOFError, AttributeError, KeyError or TypeError;
+    classes [1, 2, 3] loaded and failed at the next partial_fit."""
+    from streamssvm import OnlineTrainer
+
+    arrays, meta = _online_state(tmp_path / "good.npz")
+    OnlineTrainer.load(tmp_path / "good.npz")  # the undamaged file loads
+    path = tmp_path / "state.npz"
+    damaged = damage((tmp_path / "good.npz").read_bytes(), arrays, meta)
+    if isinstance(damaged, bytes):
+        path.write_bytes(damaged)
+    else:
+        np.savez(path, **damaged[0], meta=np.array(json.dumps(damaged[1])))
+    with pytest.raises(ValueError, match=f"{path}: not an online trainer state .*{reason}"):
+        OnlineTrainer.load(path)
 
 
 # --- conversion options -----------------------------------------------------------------------
