@@ -13,6 +13,7 @@ import pytest
 
 from streamssvm import Store, StoreError, convert_svmlight, train_stream
 from streamssvm.cli import main
+from streamssvm.data.checksum import checksum
 from streamssvm.data.store import BLOCK_DATASETS, write_store
 from streamssvm.data.verify import verify_store
 
@@ -226,3 +227,47 @@ def test_verify_on_what_is_not_a_store(tmp_path, capsys):
     assert out[0].startswith(f"{text}: not a readable HDF5 store") and out[1] == f"{text}: 1 problem"
     assert main(["verify", str(tmp_path / "missing.h5")]) == 1
     assert "missing.h5: No such file or directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("damage, message", [
+    ("row_offsets", "row_offsets do not rise from 0"),
+    ("n_positive", r"class counts \[-\d+, \d+\] do not add up"),
+    ("options", "options are not JSON"),
+    ("value_dtype", "value type float16 is not float32/float64"),
+])
+def test_metadata_that_matches_its_checksums_but_not_the_format_is_refused(
+        store_path, tmp_path, damage, message):
+    """Only ``verify`` checked these, and readers trusted them: row offsets from 1 read
+    a row that is not there (labels of uninitialised memory), a count of positives past
+    the rows gave negative class counts, options not JSON an error naming no file."""
+    bad = tmp_path / "bad.h5"
+    shutil.copyfile(store_path, bad)
+    with h5py.File(bad, "r+") as f:
+        if damage == "row_offsets":
+            offsets = f["row_offsets"][...]
+            offsets[0] = 1
+            f["row_offsets"][...] = offsets
+            f["row_offsets"].attrs["checksum"] = checksum(offsets)
+        else:
+            f.attrs[damage] = {"n_positive": f.attrs["n_samples"] + 100, "options": "{not json",
+                               "value_dtype": "float16"}[damage]
+            f.attrs["attributes_checksum"] = documented_attributes_checksum(f.attrs)
+    with pytest.raises(StoreError, match=f"{bad}: metadata: {message}"):
+        Store(bad)
+    problems, _ = verify_store(bad)
+    assert len(problems) == 1 and problems[0].startswith(f"{bad}: metadata: ")
+
+
+def test_a_group_where_a_block_dataset_belongs_is_named(store_path, tmp_path):
+    """h5py's Group has no ndim: an AttributeError escaped every reader before."""
+    bad = tmp_path / "bad.h5"
+    shutil.copyfile(store_path, bad)
+    with h5py.File(bad, "r+") as f:
+        del f["blocks/00000001/y"]
+        f.create_group("blocks/00000001/y")
+    with Store(bad) as store:
+        for read in (store.labels, lambda: store.read_block(1)):
+            with pytest.raises(StoreError, match=f"{bad}: block 1: y is not a dataset"):
+                read()
+    problems, _ = verify_store(bad)
+    assert problems == [f"{bad}: block 1: y is not a dataset"]

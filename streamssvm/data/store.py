@@ -475,6 +475,37 @@ class Store(BlockSource):
             n_positive = int(attrs["n_positive"])
             self._class_counts = np.array([self.n_samples - n_positive, n_positive], np.int64)
         self._label_dtype = np.dtype(np.int32 if self.multiclass else np.int8)
+        problem = self._metadata_problem()
+        if problem:
+            raise StoreError(f"{self.path}: metadata: {problem}")
+
+    def _metadata_problem(self):
+        """What is wrong with the root attributes and offsets that the checks above leave
+        (readers index by them: row offsets not from 0 read rows that are not there), or
+        None."""
+        for name, offsets, total in (("row_offsets", self.row_offsets, self.n_samples),
+                                     ("nnz_offsets", self.nnz_offsets, self.nnz)):
+            if (offsets.dtype.kind not in "iu" or offsets[0] != 0
+                    or np.any(np.diff(offsets) < 0)):
+                return f"{name} do not rise from 0 to {total}"
+        if self.n_features < 0 or self.n_samples < 0:
+            return f"negative shape {self.n_samples} x {self.n_features}"
+        classes = self.classes
+        if len(set(classes)) != len(classes) or len(classes) < 2 or not np.all(
+                np.isfinite(classes)):
+            return f"classes {classes} are not distinct finite values"
+        counts = self._class_counts
+        if len(counts) != len(classes) or np.any(counts < 0) or counts.sum() != self.n_samples:
+            return f"class counts {counts.tolist()} do not add up to {self.n_samples} rows"
+        if self.value_dtype not in (np.float32, np.float64):
+            return f"value type {self.value_dtype} is not float32/float64"
+        try:
+            options = json.loads(self._file.attrs["options"])
+        except (KeyError, TypeError, ValueError) as exc:
+            return f"options are not JSON ({exc})"
+        if not isinstance(options, dict):
+            return f"options {options!r} is not a JSON object"
+        return None
 
     def close(self):
         self._file.close()
@@ -527,6 +558,8 @@ class Store(BlockSource):
             rows = slice(int(self.row_offsets[k]), int(self.row_offsets[k + 1]))
             try:
                 ds = self._file[_block_name(k)]["y"]
+                if not isinstance(ds, h5py.Dataset):
+                    raise StoreError(f"{self.path}: block {k}: y is not a dataset")
                 if ds.shape != (rows.stop - rows.start,) or ds.dtype != self._label_dtype:
                     raise StoreError(f"{self.path}: block {k}: dataset y has shape {ds.shape} "
                                      f"and type {ds.dtype}, expected ({rows.stop - rows.start},) "
@@ -641,6 +674,8 @@ class Store(BlockSource):
                 ("row_data", self.value_dtype, rows, True) if single
                 else ("data", self.value_dtype, nnz, False)):
             ds = group[name]
+            if not isinstance(ds, h5py.Dataset):
+                raise StoreError(f"{self.path}: block {k}: {name} is not a dataset")
             if ds.ndim != 1 or ds.dtype != dtype or size is not None and ds.shape != (size,):
                 expected = "(n,)" if size is None else f"({size},)"
                 raise StoreError(f"{self.path}: block {k}: dataset {name} has shape "

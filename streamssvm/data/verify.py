@@ -8,34 +8,12 @@ metadata.
 """
 
 import json
-import math
 
 import numpy as np
 
 from .store import Store, StoreError
 
 __all__ = ["verify_store"]
-
-
-def _metadata_problems(store):
-    """What is wrong with the root attributes and offsets (``Store`` checked the rest)."""
-    problems = []
-    meta = store.metadata
-    where = f"{store.path}: metadata"
-    for name, offsets, total in (("row_offsets", store.row_offsets, store.n_samples),
-                                 ("nnz_offsets", store.nnz_offsets, store.nnz)):
-        if offsets[0] != 0 or np.any(np.diff(offsets) < 0):
-            problems.append(f"{where}: {name} do not rise from 0 to {total}")
-    if store.n_features < 0 or store.n_samples < 0:
-        problems.append(f"{where}: negative shape {store.n_samples} x {store.n_features}")
-    if len(set(store.classes)) != len(store.classes) or len(store.classes) < 2 or not all(
-            math.isfinite(c) for c in store.classes):
-        problems.append(f"{where}: classes {store.classes} are not distinct finite values")
-    if store.value_dtype not in (np.float32, np.float64):
-        problems.append(f"{where}: value type {store.value_dtype} is not float32/float64")
-    if not isinstance(meta["options"], dict):
-        problems.append(f"{where}: options {meta['options']!r} is not a JSON object")
-    return problems
 
 
 def _block_problems(store, block):
@@ -77,7 +55,7 @@ def verify_store(path):
     except StoreError as exc:
         return [str(exc)], {"blocks_read": 0}
     with store:
-        problems = _metadata_problems(store)
+        problems = []
         multiclass = len(store.classes) > 2
         expected = store.class_counts() if multiclass else np.array(store.label_counts())
         counts = np.zeros(len(store.classes), np.int64)
