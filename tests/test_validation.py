@@ -171,6 +171,37 @@ def test_floats_the_kernels_do_not_take_are_read_as_float64(dtype):
     np.testing.assert_array_equal(trained.coef_, exact.coef_)
 
 
+@pytest.mark.parametrize("dtype", [">f8", ">f4"])
+def test_big_endian_values_are_read(dtype):
+    """Values in the other byte order reached a numba kernel: a raw TypingError."""
+    dense = X.toarray()
+    sparse = sp.csr_matrix(dense)
+    sparse.data = sparse.data.astype(dtype)  # scipy makes none such, but holds one
+    for X_ in (dense.astype(dtype), sparse):
+        np.testing.assert_array_equal(MODEL.predict(X_),
+                                      MODEL.predict(dense.astype(dtype[1:])))
+
+
+def test_more_columns_than_int32_indices_hold_refused():
+    """The indices were cast to int32 unchecked: 3e9 wrapped to -1.8e9, and training
+    segfaulted."""
+    wide = sp.csr_matrix((np.ones(2), np.array([3_000_000_000 - 1, 5], np.int64),
+                          np.array([0, 1, 2])), shape=(2, 3_000_000_000))
+    with pytest.raises(ValueError, match="3000000000 columns, more than the 2147483647"):
+        InMemorySource(wide, [1, -1])
+
+
+def test_block_ranges_outside_a_source_refused():
+    """An in-memory source's read_block(-1) returned a block of -1 rows."""
+    source = InMemorySource(X, Y, block_rows=7)
+    for first, stop in ((-1, 0), (0, 0), (source.n_blocks, source.n_blocks + 1)):
+        with pytest.raises(IndexError, match=rf"blocks {first}:{stop} outside "
+                                             rf"0:{source.n_blocks}"):
+            source.read_range(first, stop)
+    with pytest.raises(IndexError, match="outside"):
+        source.read_block(source.n_blocks)
+
+
 def test_longdouble_beyond_float64_refused():
     huge = np.full((2, 5), np.finfo(np.longdouble).max)
     if huge.dtype == np.float64:

@@ -27,6 +27,8 @@ def as_csr(X, what="X"):
         X = np.asarray(X)
     if X.dtype.kind not in "biuf":
         raise ValueError(f"{what} must hold real numbers, got dtype {X.dtype}")
+    if not X.dtype.isnative:  # big-endian values: the kernels take the machine's order
+        X = X.astype(X.dtype.newbyteorder("="))
     if X.dtype.kind == "f" and X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64)  # a longdouble beyond float64's range: inf, refused below
     X = sp.csr_matrix(X)
@@ -132,6 +134,9 @@ class InMemorySource(BlockSource):
         if np.any(unknown):
             raise ValueError(f"{self.name}: label {float(y[unknown][0]):g} is not one of "
                              f"{classes}")
+        if X.shape[1] > np.iinfo(np.int32).max:  # the indices would wrap below
+            raise ValueError(f"{self.name}: X has {X.shape[1]} columns, more than the "
+                             f"{np.iinfo(np.int32).max} that int32 column indices hold")
         self.X = X
         self.indices = X.indices.astype(np.int32, copy=False)
         self.classes = classes
@@ -150,6 +155,7 @@ class InMemorySource(BlockSource):
 
     def read_range(self, first, stop):
         """Blocks ``first .. stop - 1`` as one Block, without a copy."""
+        self.check_blocks(first, stop)
         a, b = int(self.row_offsets[first]), int(self.row_offsets[stop])
         return Block(first, a, self.X.indptr[a:b + 1], self.indices, self.X.data, self.y[a:b])
 

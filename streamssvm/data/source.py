@@ -118,8 +118,14 @@ class BlockSource:
             arrays += [b.indptr - b.indptr[0], b.indices[rows], b.data[rows], b.y]
         return digest(arrays)
 
+    def check_blocks(self, first, stop):
+        """Refuse a block range ``first .. stop - 1`` that is empty or leaves the source."""
+        if not 0 <= first < stop <= self.n_blocks:
+            raise IndexError(f"{self.name}: blocks {first}:{stop} outside 0:{self.n_blocks}")
+
     def read_range(self, first, stop):
         """Blocks ``first .. stop - 1`` as one Block (their rows, concatenated)."""
+        self.check_blocks(first, stop)
         blocks = [self.read_block(k) for k in range(first, stop)]
         if len(blocks) == 1:
             return blocks[0]

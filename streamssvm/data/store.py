@@ -606,7 +606,8 @@ class Store(BlockSource):
         place in the joined arrays: the data is in memory once, not twice (on news20 the
         first read of the whole store took 200 ms through block copies, most of it the
         page faults of memory touched for the first time)."""
-        if stop - first <= 1:
+        self.check_blocks(first, stop)
+        if stop - first == 1:
             return super().read_range(first, stop)
         rows, nnz = self.row_offsets[first:stop + 1], self.nnz_offsets[first:stop + 1]
         rows, nnz = rows - rows[0], nnz - nnz[0]
