@@ -67,8 +67,8 @@ def _add_convert(subparsers):
                        help="width of the matrix; an index beyond it is an error "
                             "(default: largest index + 1)")
     width.add_argument("--like", metavar="STORE",
-                       help="take the width and the label map from this store (e.g. convert a "
-                            "test file like its training file)")
+                       help="take the width, the label map and the index base from this store "
+                            "(e.g. convert a test file like its training file)")
     p.add_argument("--zero-based", choices=("auto", "yes", "no"), default="auto",
                    help="index base; auto: one-based unless an index 0 occurs (as scikit-learn)")
     p.add_argument("--float64", action="store_true",

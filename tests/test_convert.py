@@ -449,3 +449,20 @@ def test_a_store_of_labels_alone_trains_an_intercept_or_is_refused(tmp_path, wri
         streamssvm.train_stream(out, progress=False)
     model = streamssvm.train_stream(out, fit_intercept=True, lam=1e-3, progress=False)
     assert model.intercept_ > 0  # two of the three labels are +1
+
+
+def test_like_takes_the_index_base_of_its_store(tmp_path, write_text):
+    """The training file holds index 0 (read zero-based), the test file does not: with
+    "auto" the test file was read one-based, every feature one column to the left of the
+    training store's."""
+    train = tmp_path / "train.h5"
+    convert_svmlight(write_text("1 0:1 2:5\n-1 1:1 3:7\n", name="train.svm"), train)
+    test = tmp_path / "test.h5"
+    convert_svmlight(write_text("1 2:5\n-1 1:1 3:7\n", name="test.svm"), test, like=train)
+    with Store(train) as a, Store(test) as b:
+        assert b.metadata["options"]["zero_based"] is True
+        np.testing.assert_array_equal(a.read_rows(0, 2)[0][:, 1:].toarray(),
+                                      b.read_rows(0, 2)[0][:, 1:].toarray())
+    with pytest.raises(ValueError, match="zero_based=False contradicts .*read zero-based"):
+        convert_svmlight(write_text("1 2:5\n", name="other.svm"), tmp_path / "o.h5",
+                         like=train, zero_based=False)

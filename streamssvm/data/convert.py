@@ -143,8 +143,11 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
         are all -1 or all +1 is read as {-1, +1}). More than two values: a multiclass
         store with these classes.
     like : str or path-like, optional
-        An existing store whose ``n_features`` and ``classes`` this conversion uses, so that
-        a test file shares the training file's width and label map (multiclass or not).
+        An existing store whose ``n_features``, ``classes`` and index base this conversion
+        uses, so that a test file shares the training file's width, label map (multiclass
+        or not) and columns (with ``zero_based="auto"``, a test file without index 0 would
+        be read one-based after a training file read zero-based: every feature one column
+        off).
     multiclass : bool
         Accept any number of distinct labels. With more than two, the store is a multiclass
         one (format version 2): its labels are indices into the sorted distinct values,
@@ -212,6 +215,12 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
     if like is not None:
         with Store(like) as model:
             like_features, like_classes = model.n_features, model.classes
+            like_base = model.metadata["options"].get("zero_based")
+        if like_base in (True, False):  # older stores may not say
+            if zero_based not in ("auto", like_base):
+                raise ValueError(f"zero_based={zero_based} contradicts {like}, read "
+                                 f"{'zero' if like_base else 'one'}-based")
+            zero_based = like_base
         if n_features is not None and int(n_features) != like_features:
             raise ValueError(f"n_features={n_features} contradicts {like}, whose width is "
                              f"{like_features}")
