@@ -301,6 +301,9 @@ ERROR_CASES = [
     (b"1 5:1\n", {"n_features": 4, "zero_based": False}, 1, 3, "index 5 is beyond n_features=4"),
     (b"1 4:1\n", {"n_features": 4, "zero_based": True}, 1, 3, "index 4 is beyond n_features=4"),
     (b"1 99999999999:1\n", {}, 1, 3, "does not fit in 32 bits"),
+    # indices too long for the parser's integer are shown as written, not as its sentinel
+    (b"1 99999999999999999999:1\n", {}, 1, 3, "index 99999999999999999999 does not fit"),
+    (b"1 -99999999999999999999:1\n", {}, 1, 3, "index -99999999999999999999 < 0"),
     (b"1 1:nan\n", {}, 1, 5, "value 'nan' is NaN or infinite"),
     (b"1 1:-inf\n", {}, 1, 5, "value '-inf' is NaN or infinite"),
     (b"1 1:Infinity\n", {}, 1, 5, "NaN or infinite"),

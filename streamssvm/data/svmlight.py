@@ -698,7 +698,7 @@ _MESSAGES = {
     E_COLON: "missing colon in {tok!r} (expected index:value)",
     E_VALUE: "value {tok!r} is not a number",
     E_NANINF: "value {tok!r} is NaN or infinite",
-    E_INDEX_OVERFLOW: "index {arg} does not fit in 32 bits",
+    E_INDEX_OVERFLOW: "index {index} does not fit in 32 bits",
     E_QID: "cannot parse qid {tok!r} (expected qid:<integer>)",
     E_QID_PLACE: "{tok!r}: qid must come right after the label",
 }
@@ -965,11 +965,13 @@ class BlockParser:
             what = "missing value after the colon"
         elif code == E_LABEL and ":" in tok:
             what = f"label {tok!r} is not a number (is the label missing?)"
-        elif code in _MESSAGES:
-            what = _MESSAGES[code].format(tok=tok, arg=arg)
+        elif code in _MESSAGES:  # the index as written: a long one wrapped in ``arg``
+            what = _MESSAGES[code].format(tok=tok, arg=arg, index=tok.split(":")[0])
         elif code == E_INDEX_LOW:
-            what = (f"index {arg} < 0" if base == 0 or arg < 0 else
-                    f"index {arg} < 1 in one-based mode (use zero_based=True for zero-based files)")
+            index = tok.split(":")[0]
+            what = (f"index {index} < 0" if base == 0 or arg < 0 else
+                    f"index {index} < 1 in one-based mode (use zero_based=True for zero-based "
+                    f"files)")
         elif code == E_INDEX_HIGH:
             limit = int(st[S_LIMIT])
             what = (f"index {arg} is beyond n_features={limit} (indices {base}.."
