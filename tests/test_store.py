@@ -180,6 +180,19 @@ def test_writer_leaves_nothing_on_error(tmp_path, rng):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("classes", [(np.nan, 1.0), (1.0, 1.0)])
+def test_writer_refuses_classes_that_are_not_distinct_finite_values(tmp_path, rng, classes):
+    """A class-vs-rest view has NaN for "rest": written as a store, every reader refused
+    it only when opened (verify: broken)."""
+    X, y = random_csr(rng)
+    path = tmp_path / "s.h5"
+    with pytest.raises(ValueError, match="classes must be distinct finite values"):
+        with StoreWriter(path) as writer:
+            writer.add_block(X.indptr, X.indices, X.data, y)
+            writer.close(None, classes)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_writer_refuses_existing_output(tmp_path, rng):
     X, y = random_csr(rng)
     path = tmp_path / "s.h5"

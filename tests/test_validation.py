@@ -426,8 +426,12 @@ def test_online_trainer_load_refuses_damaged_files(tmp_path, damage, reason):
 
 # --- conversion options -----------------------------------------------------------------------
 @pytest.mark.parametrize("kwargs, error, message", [
-    (dict(block_nnz=0), ValueError, "block_nnz must be >= 1, got 0"),
-    (dict(block_rows=-1), ValueError, "block_rows must be >= 1, got -1"),
+    (dict(block_nnz=0), ValueError, r"block_nnz must be an integer in 1..2147483647 \(a "
+                                    r"block's index pointers are int32\), got 0"),
+    (dict(block_rows=-1), ValueError, "block_rows must be an integer in 1..2147483647 .* got -1"),
+    # a block this large was allocated before (a MemoryError), 2.5 rows taken
+    (dict(block_nnz=1 << 40), ValueError, "block_nnz must be an integer .* got 1099511627776"),
+    (dict(block_rows=2.5), ValueError, "block_rows must be an integer .* got 2.5"),
     (dict(compression="zip"), ValueError, "compression must be one of"),
     (dict(compression="gzip", compression_level=0), ValueError, "compression_level must be 1..9"),
     (dict(compression="gzip", compression_level=12), ValueError, "compression_level must be 1"),

@@ -278,7 +278,7 @@ class StoreWriter:
             row = self._row_offsets[-1] + int(np.searchsorted(indptr, k, side="right"))
             raise StoreError(f"{self.path}: row {row}: the value {float(values[k]):g} is "
                              f"beyond {self.value_dtype.name}'s range: write float64 values "
-                             f"(convert --float64)")
+                             f"(value_dtype='float64', convert --float64)")
         single = self.encoding != "plain" and codec.single_valued(indptr, data)
         if single or self.encoding == "lean":
             self.lean_blocks += 1
@@ -356,6 +356,8 @@ class StoreWriter:
                              f"{len(classes)} classes are given")
         if len(classes) < 2:
             raise ValueError(f"a store needs at least two classes, got {len(classes)}")
+        if len(set(classes.tolist())) != len(classes) or not np.all(np.isfinite(classes)):
+            raise ValueError(f"classes must be distinct finite values, got {classes.tolist()}")
         if self.multiclass and len(classes) == 2:
             self._binary_labels()
         if len(classes) != 2 and not self.multiclass:

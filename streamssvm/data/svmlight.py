@@ -740,10 +740,11 @@ class BlockParser:
                 else zero_based in (True, False)):
             raise ValueError(f"zero_based must be 'auto', True or False, got {zero_based!r}")
         auto = isinstance(zero_based, str)
-        if block_rows is not None and block_rows < 1:
-            raise ValueError(f"block_rows must be >= 1, got {block_rows}")
-        if block_nnz < 1:
-            raise ValueError(f"block_nnz must be >= 1, got {block_nnz}")
+        for option, value in (("block_rows", block_rows), ("block_nnz", block_nnz)):
+            if value is not None and not (isinstance(value, numbers.Integral)
+                                          and 1 <= value <= _INT32_MAX):
+                raise ValueError(f"{option} must be an integer in 1..{_INT32_MAX} (a block's "
+                                 f"index pointers are int32), got {value!r}")
         if n_features is not None and not (isinstance(n_features, numbers.Integral)
                                            and 0 <= n_features <= _INT32_MAX):
             raise ValueError(f"n_features must be an integer in 0..{_INT32_MAX}, got "
