@@ -466,3 +466,20 @@ def test_like_takes_the_index_base_of_its_store(tmp_path, write_text):
     with pytest.raises(ValueError, match="zero_based=False contradicts .*read zero-based"):
         convert_svmlight(write_text("1 2:5\n", name="other.svm"), tmp_path / "o.h5",
                          like=train, zero_based=False)
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_cli_converts_from_a_pipe(tmp_path, write_text, python, python_env, compress):
+    """The first bytes were read and sought back: from a pipe, "File or stream is not
+    seekable." naming no file. Compressed input is found by its signature there too."""
+    text = "1 1:1 3:2\n-1 2:1\n1 3:0.5\n"
+    src = write_text(text, kind="gz" if compress else None)
+    direct, piped = tmp_path / "direct.h5", tmp_path / "piped.h5"
+    convert_svmlight(src, direct, progress=False)
+    r = subprocess.run([python, "-m", "streamssvm", "convert", "/dev/stdin", str(piped),
+                        "--quiet"], input=src.read_bytes(), env=python_env,
+                       capture_output=True)  # input: through a pipe
+    assert r.returncode == 0, r.stderr
+    with Store(direct) as a, Store(piped) as b:
+        assert (a.read_rows(0, 3)[0] != b.read_rows(0, 3)[0]).nnz == 0
+        assert a.labels().tolist() == b.labels().tolist()

@@ -233,8 +233,7 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
         raise ValueError(f"_chunk_bytes must be >= 1, got {_chunk_bytes}")
 
     with open(src, "rb") as fh:
-        head = fh.read(8)
-        fh.seek(0)
+        head = fh.peek(8)[:8]  # not read and seek back: the input may be a pipe
         kind = _compression(src, head)
         source_bytes = os.fstat(fh.fileno()).st_size
         bar = progress_bar(progress, total=source_bytes, unit="B", unit_scale=True,
