@@ -131,6 +131,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     -------
     Model
     """
+    if not isinstance(sigma_path, (list, tuple, np.ndarray)):
+        raise ValueError(f"sigma_path must be a sequence of widths, got {sigma_path!r}")
     # BLAS serves only the solvers' vector operations here, and OpenBLAS's threads spin
     # on the cores the kernels' threads need: news20, Newton, squared hinge, 2 cores,
     # 4.4 s with them and 2.1 s without

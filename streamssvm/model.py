@@ -15,6 +15,7 @@ import numpy as np
 
 from . import kernels
 from ._atomic import atomic_output
+from ._json import json_default
 from .data import BlockSource, Store
 from .data.memory import as_csr
 
@@ -22,15 +23,6 @@ MODEL_FORMAT = "streamssvm.model"
 MODEL_VERSION = 2  # the newest read; binary models are still written as version 1
 # what reading a damaged or foreign file raises (np.load, json, the checks of its parts)
 READ_ERRORS = (OSError, KeyError, ValueError, TypeError, EOFError, zipfile.BadZipFile)
-
-
-def json_default(value):
-    """``json.dumps``' fallback: numpy's numbers (options such as np.int64(50)) as Python's."""
-    if isinstance(value, (np.integer, np.bool_)):
-        return value.item()
-    if isinstance(value, np.floating):  # float(): longdouble's item() is a longdouble
-        return float(value)
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def read_meta(z):

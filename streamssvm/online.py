@@ -11,10 +11,12 @@ import os
 import numpy as np
 
 from ._atomic import atomic_output
+from ._json import json_default
 from .api import open_source
 from .data import InMemorySource
-from .model import READ_ERRORS, Model, json_default, read_meta
+from .model import READ_ERRORS, Model, read_meta
 from .objective.smooth_svm import SmoothSVMObjective, check_threads
+from .solvers.common import check_seed
 from .solvers.sgd import SGDState, Schedule, check_delay, sgd_epoch
 
 STATE_FORMAT = "streamssvm.online-state"
@@ -58,8 +60,7 @@ class OnlineTrainer:
         pegasos = solver == "pegasos"
         project = pegasos if project is None else bool(project)
         check_delay(delay, project)
-        if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0):
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        check_seed(seed)
         self.options = dict(
             loss=loss if isinstance(loss, str) else loss.spec, sigma=sigma, lam=float(lam),
             solver=solver, learning_rate="pegasos" if pegasos else (learning_rate or "optimal"),

@@ -170,3 +170,13 @@ def test_training_killed_twenty_times_resumes_to_the_uninterrupted_model(tmp_pat
     # kill lands in the final write (once in ten full runs of the suite on 11-27)
     assert all(p.startswith((".run.ckpt.tmp-", ".model.npz.tmp-")) for p in leftovers), \
         leftovers
+
+
+@pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")
+def test_numpy_scalar_options_checkpoint(data, tmp_path):
+    """The training's description holds the solver's options: np.int64(4) raised "Object
+    of type int64 is not JSON serializable" before the first epoch."""
+    path = tmp_path / "run.ckpt"
+    first = _train(data, "sgd", dict(delay=np.int64(4)), np.int64(2), checkpoint=path)
+    resumed = _train(data, "sgd", dict(delay=4), 3, checkpoint=path)  # the same training
+    assert resumed.params["n_iter"] == 3 > first.params["n_iter"]

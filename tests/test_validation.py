@@ -232,6 +232,18 @@ def test_labels_of_any_real_type_are_read():
     (dict(n_threads=1.5), "n_threads must be a positive integer or None, got 1.5"),
     (dict(n_threads=True), "n_threads must be a positive integer or None, got True"),
     (dict(solver="newton", hessian_sample=0), r"Hessian sample fraction must be in \(0, 1\], got 0"),
+    # passed through before: NaN and negative settings, numpy's or Python's own messages
+    (dict(solver="newton", eps_cg=0), r"eps_cg must be in \(0, 1\], got 0"),
+    (dict(solver="newton", eps_cg=np.nan), r"eps_cg must be in \(0, 1\], got nan"),
+    (dict(solver="tron", forcing="quadratic", kappa=np.nan), "kappa must be a positive"),
+    (dict(solver="tron", kappa=-1), "kappa must be a positive number, got -1"),
+    (dict(solver="sdca", gap_tol=np.nan), "gap_tol must be >= 0 or None, got nan"),
+    (dict(solver="sdca", memory_limit=-1), "memory_limit must be >= 0 bytes or None, got -1"),
+    (dict(solver="tron", max_seconds=-1), "max_seconds must be >= 0 or None, got -1"),
+    (dict(solver="sgd", max_seconds=np.nan), "max_seconds must be >= 0 or None, got nan"),
+    (dict(solver="sgd", seed=-1), "seed must be a non-negative integer, got -1"),
+    (dict(solver="newton", hessian_sample=0.5, seed=1.5), "seed must be a non-negative"),
+    (dict(sigma_path=0.5), "sigma_path must be a sequence of widths, got 0.5"),
 ])
 def test_training_parameters_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from .._atomic import atomic_output
+from .._json import json_default
 
 CHECKPOINT_FORMAT = "streamssvm.checkpoint"
 
@@ -40,7 +41,7 @@ class Checkpoint:
         if not every >= 0:
             raise ValueError(f"checkpoint every must be >= 0 seconds, got {every}")
         self.path, self.every = os.fspath(path), float(every)
-        self.problem = json.loads(json.dumps(problem or {}))
+        self.problem = json.loads(json.dumps(problem or {}, default=json_default))
         self._last = time.monotonic()
 
     def load(self):
@@ -77,5 +78,5 @@ class Checkpoint:
         meta = dict(format=CHECKPOINT_FORMAT, problem=self.problem, **state)
         with atomic_output(self.path, overwrite=True) as tmp:
             with open(tmp, "wb") as f:
-                np.savez(f, meta=json.dumps(meta), **arrays)
+                np.savez(f, meta=json.dumps(meta, default=json_default), **arrays)
         self._last = time.monotonic()

@@ -57,6 +57,18 @@ def stopping_threshold(objective, grad0_norm, tol, abs_tol=None, liblinear_tol=F
     return threshold
 
 
+def check_seed(seed):
+    """``seed`` as numpy's generators take it: a non-negative integer."""
+    if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0):
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return int(seed)
+
+
+def check_max_seconds(max_seconds):
+    if max_seconds is not None and not max_seconds >= 0:
+        raise ValueError(f"max_seconds must be >= 0 or None, got {max_seconds}")
+
+
 OVERFLOW = "a Hessian product is not finite (the feature values are too large: scale them)"
 
 
@@ -179,6 +191,7 @@ class Run:
                  checkpoint=None, max_seconds=None):
         if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 0):
             raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
+        check_max_seconds(max_seconds)
         self.name, self.objective, self.max_iter = name, objective, max_iter
         self.max_seconds, self.message = max_seconds, "max_iter reached"
         self.start = time.perf_counter()

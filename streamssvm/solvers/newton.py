@@ -21,7 +21,8 @@ Newton frameworks for large-scale linear classification", ACML 2018.
 
 import numpy as np
 
-from .common import OVERFLOW, PreconditionedCG, Run, diag_preconditioner, line_search
+from .common import (OVERFLOW, PreconditionedCG, Run, check_seed, diag_preconditioner,
+                     line_search)
 
 def _newton_cg(objective, state, precond, eps_cg, cg):
     """Preconditioned CG on H s = -g, stopped when the quadratic model's decrease stalls:
@@ -84,7 +85,9 @@ def newton(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_
     """
     run = Run("newton", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress,
               checkpoint, max_seconds)
-    rng = np.random.default_rng(seed)
+    if not 0 < eps_cg <= 1:
+        raise ValueError(f"eps_cg must be in (0, 1], got {eps_cg}")
+    rng = np.random.default_rng(check_seed(seed))
     cg = PreconditionedCG(objective.n_variables, objective.n_threads, model=True)
     if "rng" in run.resumed:
         rng.bit_generator.state = run.resumed["rng"]

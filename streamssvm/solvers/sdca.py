@@ -122,6 +122,8 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         change of a margin in the epoch, and ``visited``, the rows it visited.
     """
     _check(objective)
+    if gap_tol is not None and not gap_tol >= 0:
+        raise ValueError(f"gap_tol must be >= 0 or None, got {gap_tol}")
     if not (isinstance(inner_epochs, (int, np.integer)) and inner_epochs >= 1):
         raise ValueError(f"inner_epochs must be an integer >= 1, got {inner_epochs!r}")
     overlap = overlap and objective.hold_rows()

@@ -19,13 +19,16 @@ import numpy as np
 
 from .._memory import available_memory_bytes
 from .._progress import progress_bar
-from .common import ConvergenceWarning, SolverResult, start_state, stopping_threshold
+from .common import (ConvergenceWarning, SolverResult, check_max_seconds, check_seed,
+                     start_state, stopping_threshold)
 
 
 def per_sample_array(n, memory_limit=None):
     """A zeroed float64 array of shape (n,): in memory, or a file-backed ``np.memmap`` in a
     deleted temporary file when 8 n bytes exceed ``memory_limit`` (default: an eighth of
     the memory the process may still use)."""
+    if memory_limit is not None and not memory_limit >= 0:
+        raise ValueError(f"memory_limit must be >= 0 bytes or None, got {memory_limit}")
     limit = available_memory_bytes() // 8 if memory_limit is None else memory_limit
     if 8 * n <= limit:
         return np.zeros(n)
@@ -77,9 +80,10 @@ class EpochRun:
     def __init__(self, name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
                  max_seconds, seed, progress, checkpoint=None):
         check_epochs(max_iter, eval_every)
+        check_max_seconds(max_seconds)
         self.name, self.objective = name, objective
         self.max_iter, self.eval_every, self.max_seconds = max_iter, eval_every, max_seconds
-        self.rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng(check_seed(seed))
         self.start = time.perf_counter()
         self.message = "max_iter reached"
         self.finished = False

@@ -189,6 +189,8 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         raise ValueError(f"forcing must be 'constant' or 'quadratic', got {forcing!r}")
     if not 0 < xi < 1:
         raise ValueError(f"xi must be in (0, 1), got {xi}")
+    if not 0 < kappa < np.inf:
+        raise ValueError(f"kappa must be a positive number, got {kappa}")
     run = Run("tron", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress,
               checkpoint, max_seconds)
     precond = diag_preconditioner(objective, run.state, preconditioner)
