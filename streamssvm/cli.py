@@ -143,10 +143,10 @@ def cmd_info(args):
             ("nonzeros", f"{store.nnz:,}"),
             ("density", density),
             ("classes", f"{len(counts)}: " + ", ".join(
-                f"{c:g} ({n:,} rows)" for c, n in zip(store.classes, counts)))
+                f"{_label(c)} ({n:,} rows)" for c, n in zip(store.classes, counts)))
              if store.multiclass else
-             ("labels", f"-1 is {store.classes[0]:g} ({counts[0]:,} rows), "
-                        f"+1 is {store.classes[1]:g} ({counts[1]:,} rows)"),
+             ("labels", f"-1 is {_label(store.classes[0])} ({counts[0]:,} rows), "
+                        f"+1 is {_label(store.classes[1])} ({counts[1]:,} rows)"),
             ("blocks", f"{store.n_blocks:,} (rows per block: min {rows.min():,}, "
                        f"mean {rows.mean():,.1f}, max {rows.max():,})"),
             ("size on disk", _size(os.path.getsize(store.path))),

@@ -229,6 +229,9 @@ def test_predict_writes_the_labels_exactly(tmp_path, capsys, classes, texts):
     assert "accuracy 1.0000" in capsys.readouterr().out
     assert out.read_text().splitlines() == texts
     np.testing.assert_array_equal(np.loadtxt(out, ndmin=1), model.predict(X))
+    assert main(["info", str(data)]) == 0  # and info names the classes as exactly
+    shown = capsys.readouterr().out
+    assert all(text in shown for text in texts)
 
 
 def test_score_and_decision_on_arrays_equal_those_on_a_store(tmp_path):
