@@ -46,7 +46,8 @@ class OnlineTrainer:
     delay : int
         0: serial SGD, on one thread; K > 0: SGD with updates delayed by up to K - 1 steps,
         on two threads (see :func:`streamssvm.solvers.sgd`).
-    seed : int
+    seed : int or None
+        None: fresh entropy (a saved state keeps where its generator is).
     n_threads : int, optional
         Threads (default numba's): with two and a delay, the dot products of an epoch
         are shared between them; the steps are the same on one thread or two.
@@ -60,13 +61,13 @@ class OnlineTrainer:
         pegasos = solver == "pegasos"
         project = pegasos if project is None else bool(project)
         check_delay(delay, project)
-        check_seed(seed)
         self.options = dict(
             loss=loss if isinstance(loss, str) else loss.spec, sigma=sigma, lam=float(lam),
             solver=solver, learning_rate="pegasos" if pegasos else (learning_rate or "optimal"),
             eta0=float(eta0), power_t=float(power_t), average=average,
             project=project, fit_intercept=bool(fit_intercept),
-            intercept_scaling=float(intercept_scaling), delay=int(delay), seed=int(seed))
+            intercept_scaling=float(intercept_scaling), delay=int(delay),
+            seed=check_seed(seed))
         self.n_threads = check_threads(n_threads)
         self.rng = np.random.default_rng(seed)
         self.sgd_state = None

@@ -241,8 +241,8 @@ def test_labels_of_any_real_type_are_read():
     (dict(solver="sdca", memory_limit=-1), "memory_limit must be >= 0 bytes or None, got -1"),
     (dict(solver="tron", max_seconds=-1), "max_seconds must be >= 0 or None, got -1"),
     (dict(solver="sgd", max_seconds=np.nan), "max_seconds must be >= 0 or None, got nan"),
-    (dict(solver="sgd", seed=-1), "seed must be a non-negative integer, got -1"),
-    (dict(solver="newton", hessian_sample=0.5, seed=1.5), "seed must be a non-negative"),
+    (dict(solver="sgd", seed=-1), "seed must be None or a non-negative integer, got -1"),
+    (dict(solver="newton", hessian_sample=0.5, seed=1.5), "seed must be None or a non-neg"),
     (dict(sigma_path=0.5), "sigma_path must be a sequence of widths, got 0.5"),
 ])
 def test_training_parameters_refused(kwargs, message):
@@ -259,14 +259,28 @@ def test_online_trainer_threads_refused():
         OnlineTrainer(n_threads=-1)
 
 
-@pytest.mark.parametrize("seed", [None, -1, 1.5, True, "3"])
+@pytest.mark.parametrize("seed", [-1, 1.5, True, "3"])
 def test_online_trainer_seed_refused(seed):
-    """None gave int()'s TypeError, -1 numpy's message, which does not name the seed."""
+    """-1 gave numpy's message, which does not name the seed."""
     from streamssvm import OnlineTrainer
 
-    with pytest.raises(ValueError, match=f"seed must be a non-negative integer, got "
+    with pytest.raises(ValueError, match=f"seed must be None or a non-negative integer, got "
                                          f"{re.escape(repr(seed))}"):
         OnlineTrainer(seed=seed)
+
+
+def test_online_trainer_without_a_seed_saves_where_it_is(tmp_path):
+    """seed=None (fresh entropy, as train_stream's and scikit-learn's) gave int()'s
+    TypeError; a saved state resumes its generator where it was."""
+    from streamssvm import OnlineTrainer
+
+    trainer = OnlineTrainer(seed=None, lam=1e-2)
+    trainer.partial_fit(X, Y)
+    trainer.save(tmp_path / "state.npz")
+    loaded = OnlineTrainer.load(tmp_path / "state.npz")
+    trainer.partial_fit(X, Y)
+    loaded.partial_fit(X, Y)
+    np.testing.assert_array_equal(trainer.model().coef_, loaded.model().coef_)
 
 
 # --- models -----------------------------------------------------------------------------------

@@ -58,9 +58,12 @@ def stopping_threshold(objective, grad0_norm, tol, abs_tol=None, liblinear_tol=F
 
 
 def check_seed(seed):
-    """``seed`` as numpy's generators take it: a non-negative integer."""
+    """``seed`` as numpy's generators take it: None (fresh entropy, as scikit-learn's
+    ``random_state=None``) or a non-negative integer."""
+    if seed is None:
+        return None
     if not (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0):
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        raise ValueError(f"seed must be None or a non-negative integer, got {seed!r}")
     return int(seed)
 
 
