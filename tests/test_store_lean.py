@@ -106,7 +106,7 @@ def test_auto_encoding_writes_only_blocks_of_one_value_per_row_lean(pair, tmp_pa
           np.array([1.0, 2.0, 3.0, 4.0], np.float32), np.array([1, -1], np.int8), [0, 2], "auto")
     with h5py.File(several, "r") as f:
         assert f.attrs["version"] == 1 and "indices" in f["blocks/00000000"]
-        assert "encoding" not in f.attrs["options"]
+        assert b"encoding" not in f.attrs["options"]
 
 
 def corrupt(path, k, name, change):

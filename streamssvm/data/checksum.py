@@ -60,7 +60,8 @@ def digest(arrays):
 def attributes_checksum(attributes):
     """The checksum of a file's attributes (a mapping of names to values), that of
     ``SELF`` left out: names in sorted order, each followed by a NUL byte, its value's
-    bytes (UTF-8 for a string, the array's bytes for numbers) and a NUL byte.
+    bytes (UTF-8 for a string, variable or fixed length; the array's bytes for numbers)
+    and a NUL byte.
 
     HDF5 checksums an object header but not the heap where a group with many attributes
     keeps their values: without this, a flipped bit in ``n_features`` or ``classes`` would
@@ -70,6 +71,7 @@ def attributes_checksum(attributes):
     for name in sorted(attributes):
         if name != SELF:
             value = attributes[name]
-            raw = value.encode() if isinstance(value, str) else np.asarray(value).tobytes()
+            raw = (value.encode() if isinstance(value, str) else bytes(value)
+                   if isinstance(value, bytes) else np.asarray(value).tobytes())
             parts += [name.encode(), b"\0", raw, b"\0"]
     return checksum(np.frombuffer(b"".join(parts), np.uint8))

@@ -25,6 +25,18 @@ BLOCK_DATASETS = ("indptr", "indices", "data", "y")  # their order in a row of /
 LEAN_DATASETS = {"gaps": "indices", "row_data": "data"}  # each stands for the plain one
 
 
+def _inline(text):
+    """A string attribute of fixed length (UTF-8), kept in the object's header: HDF5 keeps
+    variable-length strings in a global heap, where one flipped bit made libhdf5 loop
+    forever on reading the attribute (stores written before read as they are)."""
+    return np.bytes_(text.encode("utf-8"))
+
+
+def _decoded(value):
+    """An attribute as written: a fixed-length string back to ``str``."""
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
 class StoreError(ValueError):
     """A store that cannot be read: wrong format, corrupt block, inconsistent metadata."""
 
@@ -370,8 +382,8 @@ class StoreWriter:
             self._dataset(f, "checksums", np.array(
                 [self._block_checksums[k] for k in range(self.n_blocks)], np.uint64).reshape(
                     self.n_blocks, len(BLOCK_DATASETS), 2))
-            attrs["checksum"] = ALGORITHM
-        attrs["format"] = FORMAT_NAME
+            attrs["checksum"] = _inline(ALGORITHM)
+        attrs["format"] = _inline(FORMAT_NAME)
         attrs["version"] = (LEAN_VERSION if self.lean_blocks
                             else MULTICLASS_VERSION if self.multiclass else 1)
         attrs["n_samples"] = self._row_offsets[-1]
@@ -384,15 +396,16 @@ class StoreWriter:
         else:
             attrs["n_positive"] = int(self._class_counts[1])
         attrs["classes"] = classes
-        attrs["value_dtype"] = self.value_dtype.name
+        attrs["value_dtype"] = _inline(self.value_dtype.name)
         source = source or {}
-        attrs["source_name"] = str(source.get("name", ""))
+        attrs["source_name"] = _inline(str(source.get("name", "")))
         attrs["source_size"] = int(source.get("size", -1))
-        attrs["source_sha256"] = str(source.get("sha256", ""))
+        attrs["source_sha256"] = _inline(str(source.get("sha256", "")))
         lean = dict(encoding=self.encoding, lean_blocks=self.lean_blocks) if self.lean_blocks else {}
-        attrs["options"] = json.dumps({**self.options, **lean, **(extra_options or {})},
-                                      sort_keys=True)
-        attrs["created"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        attrs["options"] = _inline(json.dumps({**self.options, **lean, **(extra_options or {})},
+                                              sort_keys=True))
+        attrs["created"] = _inline(datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"))
         if self._checksums:
             attrs["attributes_checksum"] = attributes_checksum(attrs)
         f.close()
@@ -433,7 +446,7 @@ class Store(BlockSource):
                           else None)
 
     def _open(self):
-        attrs = self._file.attrs
+        attrs = self._attrs = {k: _decoded(v) for k, v in self._file.attrs.items()}
         if attrs.get("format") != FORMAT_NAME:
             raise StoreError(f"{self.path}: not a streamssvm store, or its metadata is damaged "
                              f"(format attribute {attrs.get('format')!r})")
@@ -502,7 +515,7 @@ class Store(BlockSource):
         if self.value_dtype not in (np.float32, np.float64):
             return f"value type {self.value_dtype} is not float32/float64"
         try:
-            options = json.loads(self._file.attrs["options"])
+            options = json.loads(self._attrs["options"])
         except (KeyError, TypeError, ValueError) as exc:
             return f"options are not JSON ({exc})"
         if not isinstance(options, dict):
@@ -545,7 +558,7 @@ class Store(BlockSource):
     @property
     def metadata(self):
         """All file attributes as a dict (``options`` decoded from JSON)."""
-        meta = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in self._file.attrs.items()}
+        meta = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in self._attrs.items()}
         meta["classes"] = list(self.classes)
         meta["options"] = json.loads(meta["options"])
         return meta
