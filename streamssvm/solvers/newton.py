@@ -83,11 +83,11 @@ def newton(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_
     -------
     SolverResult
     """
-    run = Run("newton", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress,
-              checkpoint, max_seconds)
     if not 0 < eps_cg <= 1:
         raise ValueError(f"eps_cg must be in (0, 1], got {eps_cg}")
     rng = np.random.default_rng(check_seed(seed))
+    run = Run("newton", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress,
+              checkpoint, max_seconds)
     cg = PreconditionedCG(objective.n_variables, objective.n_threads, model=True)
     if "rng" in run.resumed:
         rng.bit_generator.state = run.resumed["rng"]
