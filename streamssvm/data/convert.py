@@ -14,6 +14,7 @@ import zlib
 
 import numpy as np
 
+from .._atomic import check_output
 from .._progress import progress_bar
 from .store import Store, StoreWriter
 from .svmlight import BlockParser, SvmlightFormatError, last_newline
@@ -209,9 +210,7 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
     """
     t0 = time.perf_counter()
     src, dst = os.fspath(src), os.fspath(dst)
-    if os.path.exists(dst) and not overwrite:
-        raise FileExistsError(f"{dst}: output exists (pass overwrite=True / --overwrite to "
-                              f"replace it)")
+    check_output(dst, overwrite)  # before the parse, not at the writer's end
     if like is not None:
         with Store(like) as model:
             like_features, like_classes = model.n_features, model.classes
