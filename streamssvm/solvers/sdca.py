@@ -144,6 +144,7 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         else:
             run.history[0]["gap"] = run.state.f - dual_objective(objective, dual, w)
         scale = 1.0 / (objective.lam * objective.n_samples)
+        slopes = _slopes(objective.loss)
 
         # the rows the epochs skip (``settled``: the next one; ``decision``: those after it):
         # decided from the first evaluation (none when w0 was mapped to the dual), or as the
@@ -158,7 +159,7 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         # pass in its own thread, before or after the next epoch ends
         passes = objective.passes
         while run.next_epoch():
-            extra = _sweep(objective, run.rng, settled, inner_epochs, dual, w, scale)
+            extra = _sweep(objective, run.rng, settled, inner_epochs, dual, w, scale, slopes)
             passes += 1
             due = run.due()
             if overlap and due:  # the last evaluation has had the sweeps since its epoch
@@ -188,9 +189,9 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     return run.result(w)
 
 
-def _sweep(objective, rng, settled, inner_epochs, dual, w, scale):
-    """One epoch of coordinate steps, skipping the ``settled`` rows; what the history
-    records of it."""
+def _sweep(objective, rng, settled, inner_epochs, dual, w, scale, slopes):
+    """One epoch of coordinate steps, skipping the ``settled`` rows, psi' kept in
+    ``slopes`` (:func:`_slopes`); what the history records of it."""
     largest, visited = 0.0, 0
     for block, rows in objective.shuffled_blocks(rng):
         for sweep in range(inner_epochs):
@@ -201,7 +202,7 @@ def _sweep(objective, rng, settled, inner_epochs, dual, w, scale):
             visited += rows.shape[0]
             largest = max(largest, sk.sdca_rows(
                 block.indptr, block.indices, block.data, block.y, rows, block.row_start,
-                dual, w, *objective.loss_args, scale, *_slopes(objective.loss)))
+                dual, w, *objective.loss_args, scale, *slopes))
     return dict(max_change=largest, visited=visited)
 
 
