@@ -179,7 +179,7 @@ def test_sdca_step_solves_its_equation_to_rounding_from_any_start(loss):
     rng = np.random.default_rng(0)
     for q in (1e-3, 1.0, 8.8, 1e3):
         for m in theta + np.concatenate([rng.normal(0, 0.05, 40), rng.uniform(-3, 3, 40)]):
-            z, step_slope = _prox_margin(code, m, q, sigma, theta, params, np.nan)
+            z, step_slope, _ = _prox_margin(code, m, q, sigma, theta, params, np.nan)
             slope = float(named.derivatives(np.array([z]))[1][0])
             assert abs(z + q * slope - m) <= 1e-13 * max(1.0, abs(m), q), (q, m)
             assert abs(z + q * step_slope - m) <= 1e-13 * max(1.0, abs(m), q), (q, m)
@@ -200,7 +200,7 @@ def test_sdca_step_where_the_exponential_overflows(sigma):
     code, theta, params = named.code, named.theta, named.params
     for q in (1e-6, 1e-3, 1.0, 8.8, 1e3):
         for m in (-1e6, -5e3, -1e3, -800.0, theta - 0.5, theta - 0.065):
-            z, slope = _prox_margin(code, m, q, sigma, theta, params, np.nan)
+            z, slope, _ = _prox_margin(code, m, q, sigma, theta, params, np.nan)
             assert np.isfinite(z) and abs(z + q * slope - m) <= 1e-13 * max(1, abs(m), q), \
                 (q, m)
             for start in (z, m, m - 1e6, m + 1e6, z + 0.1 * sigma):
@@ -210,8 +210,8 @@ def test_sdca_step_where_the_exponential_overflows(sigma):
 
 @pytest.mark.parametrize("loss", ["psi_g:sigma=0.015625", "squared_hinge", "hinge"])
 def test_sdca_shrinking_skips_settled_rows_and_keeps_the_optimum(data, loss):
-    """After an evaluation, rows past the kink whose alpha already matches their margin
-    are skipped; the gap (over all rows) closes as fast per epoch as without shrinking, to
+    """Rows that a sweep finds past the kink, their alpha matching their margin, are
+    skipped; the gap (over all rows) closes as fast per epoch as without shrinking, to
     the same objective: both f exceed f* by at most their gap."""
     n = data[0].shape[0]
     runs = {}
@@ -235,8 +235,8 @@ def test_sdca_evaluates_beside_the_next_epoch_and_returns_an_evaluated_epoch(dat
     epoch. The run is still reproducible and records every epoch once, in order; when the
     gap rule stops it, the epochs swept meanwhile are undone (their passes counted) and
     the evaluated one returned, within its gap of the optimum that a run without overlap
-    reaches. Shrinking lags: an evaluation is collected when the next one is due, so its
-    decision reaches the sweeps ``eval_every`` epochs later than without overlap."""
+    reaches. Shrinking is the sweeps' in both: the first epoch settles no row (it has no
+    last epoch's reach), the second does, the third skips them."""
     n = data[0].shape[0]
     runs, threads = [], set()
     for overlap in (True, True, False):
@@ -262,8 +262,9 @@ def test_sdca_evaluates_beside_the_next_epoch_and_returns_an_evaluated_epoch(dat
     assert [h["iteration"] for h in first.history] == list(range(first.n_iter + 1))
     assert first.message == "duality gap below gap_tol" and first.f == last["f"]
     assert first.passes == last["passes"] + eval_every
-    assert [h["visited"] for h in first.history[1:2 * eval_every + 1]] == [n] * (2 * eval_every)
-    assert inline.history[eval_every + 1]["visited"] < n
+    for run in (first, inline):
+        assert [h["visited"] for h in run.history[1:3]] == [n, n]
+        assert run.history[3]["visited"] < n
     assert abs(first.f - inline.f) <= max(last["gap"], inline.history[-1]["gap"])
 
 
@@ -789,3 +790,30 @@ def test_sdca_steps_where_sigma_is_below_the_margins_resolution(loss, limit):
     if limit == "hinge":
         assert np.allclose(gaps[0], gaps[1], rtol=1e-9, atol=1e-15)
         assert runs[0].params["converged"] and gaps[0][-1] <= 1e-7 * runs[0].params["objective"]
+
+
+@pytest.mark.parametrize("loss", ["psi_g:sigma=0.015625", "hinge", "squared_hinge"])
+def test_sdca_sweep_settles_a_row_only_while_its_step_stays_zero_within_reach(loss):
+    """A sweep marks a row settled when its step is zero at its margin and as far again
+    towards the kink as the margin moved since the row's last step: not when that reach
+    crosses the kink (there alpha would move), nor at the row's first step (NaN: no
+    reach), nor for a row at the kink. It keeps the margin after the step for the next."""
+    from streamssvm.solvers.sdca import _slopes
+
+    named = get_loss(loss)
+    x, y = sp.csr_matrix(np.eye(3)), np.array([1.0, 1.0, -1.0])
+    objective = _objective(InMemorySource(x, y), loss)
+    # margins far past the kink, just past its bend (8.6 sigma), at the kink; alpha_i
+    # = -psi'(margin_i), so that every step is zero
+    margins = named.theta + np.array([2.0, 0.2, 0.0])
+    dual = -named.derivatives(margins)[1]
+    for reach, expected in ((np.nan, [False, False, False]), (0.05, [True, True, False]),
+                            (-0.05, [True, True, False]), (1.0, [True, False, False]),
+                            (3.0, [False, False, False])):
+        settled, w, alpha, last = np.zeros(3, bool), margins * y, dual.copy(), margins + reach
+        sk.sdca_rows(x.indptr, x.indices, x.data, y, np.arange(3), 0, alpha, w,
+                     *objective.loss_args, 1.0 / (objective.lam * 3), *_slopes(named),
+                     objective.curvature_floor, last, settled)
+        assert np.allclose(w, margins * y, rtol=1e-12, atol=0) and np.allclose(alpha, dual)
+        assert np.allclose(last, margins, rtol=1e-12, atol=0)
+        assert list(settled) == expected, reach
