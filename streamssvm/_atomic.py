@@ -26,6 +26,17 @@ def check_output(path, overwrite=False):
     return directory
 
 
+def _temporary_name(directory, name):
+    """A hidden name beside ``name`` for this process, cut to the file system's limit on
+    a name's length (an output's name may be at it)."""
+    suffix = f".tmp-{os.getpid()}"
+    try:
+        longest = os.pathconf(directory, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        longest = 255
+    return f".{name[:max(1, longest - len(suffix) - 1)]}{suffix}"
+
+
 @contextlib.contextmanager
 def atomic_output(path, overwrite=False):
     """Yield a temporary path beside ``path``; rename it onto ``path`` on success.
@@ -37,7 +48,7 @@ def atomic_output(path, overwrite=False):
     """
     path = os.fspath(path)
     directory = check_output(path, overwrite)
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp-{os.getpid()}")
+    tmp = os.path.join(directory, _temporary_name(directory, os.path.basename(path)))
     try:
         yield tmp
         with open(tmp, "rb+") as fh:
