@@ -205,6 +205,32 @@ def test_against_explicit_dense_hessian(loss, sigma, bias, hold):
     assert_close_vec(diag, unit_columns, 1e-12)
 
 
+@pytest.mark.parametrize("hold", HOLDS)
+@pytest.mark.parametrize("bias", INTERCEPTS)
+def test_zero_and_a_last_nonzero_entry_against_numpy(bias, hold):
+    """At w = 0 the pass reads no products (its margins are 0): f, g and the curvature as
+    numpy has them there, and at a w whose only nonzero entry is its last, which must not
+    be taken for 0, on each way the oracle computes, and with row weights."""
+    (n, d), hold = shaped(hold, (60, 12), (40, 80))
+    X, y = random_problem(n=n, d=d, density=0.4, seed=6)
+    weights = np.random.default_rng(7).uniform(0.5, 2.0, n)
+    obj = SmoothSVMObjective(InMemorySource(X, y), "psi_g", lam=0.05, sigma=0.5,
+                             fit_intercept=bool(bias), intercept_scaling=bias or 1.0, hold=hold,
+                             sample_weight=weights)
+    last = np.zeros(obj.n_variables)
+    last[-1] = 0.7
+    for w in (np.zeros(obj.n_variables), last):
+        f, grad, hess = reference(X, y, "psi_g", 0.5, 0.05, bias, w, weights)
+        state = obj.evaluate(w)
+        assert state.f == pytest.approx(f, rel=1e-12)
+        assert_close_vec(state.grad, grad, 1e-12)
+        margins = y * (augmented(X, bias) @ w)
+        np.testing.assert_allclose(state.margins, margins, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(
+            state.curvature, weights * get_loss("psi_g", 0.5).derivatives(margins)[2],
+            rtol=1e-12)
+
+
 # ---------------------------------------------------------------- invariance
 
 BLOCKINGS = [

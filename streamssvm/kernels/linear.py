@@ -123,18 +123,19 @@ def _axpy_row(indptr, indices, data, i, coef, bias, out):
         out[out.shape[0] - 1] += coef * bias
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _row_terms(indptr, indices, data, y, i, w, bias, code, sigma, theta, params,
-               curvature_floor, weights):
-    """Row i's margin y_i x_i.w, c_i psi, c_i psi' y_i (its coefficient in the gradient) and
-    c_i psi'' (0 below ``curvature_floor``)."""
-    return _terms(_dot(indptr, indices, data, i, w, bias), y, i, code, sigma, theta, params,
-                  curvature_floor, weights)
+@njit(cache=True, nogil=True)
+def is_zero(v):
+    """Every entry of ``v`` is 0 (read up to the first that is not)."""
+    for j in range(v.shape[0]):
+        if v[j] != 0.0:
+            return False
+    return True
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _terms(xw, y, i, code, sigma, theta, params, curvature_floor, weights):
-    """:func:`_row_terms` from row i's product ``xw`` = x_i.w (intercept included)."""
+    """Row i's margin y_i ``xw`` (``xw`` = x_i.w, intercept included), c_i psi, c_i psi' y_i
+    (its coefficient in the gradient) and c_i psi'' (0 below ``curvature_floor``)."""
     yi = float(y[i])
     margin = yi * xw
     value, slope, curv = derivatives(code, margin, sigma, theta, params)
@@ -147,12 +148,12 @@ def _terms(xw, y, i, code, sigma, theta, params, curvature_floor, weights):
 
 @njit(cache=True, nogil=True)
 def _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta, params,
-                    curvature_floor, lo, hi, margins, curvature, out, weights):
+                    curvature_floor, lo, hi, margins, curvature, out, weights, zero):
     total = 0.0
     for i in range(lo, hi):
-        margins[i], value, coef, curvature[i] = _row_terms(
-            indptr, indices, data, y, i, w, bias, code, sigma, theta, params, curvature_floor,
-            weights)
+        margins[i], value, coef, curvature[i] = _terms(
+            0.0 if zero else _dot(indptr, indices, data, i, w, bias), y, i, code, sigma, theta,
+            params, curvature_floor, weights)
         total += value
         if coef != 0.0:
             _axpy_row(indptr, indices, data, i, coef, bias, out)
@@ -161,14 +162,15 @@ def _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta, param
 
 @njit(cache=True, nogil=True, parallel=True)
 def loss_grad(indptr, indices, data, y, w, bias, code, sigma, theta, params, curvature_floor,
-              margins, curvature, out, weights=None):
+              margins, curvature, out, weights=None, zero=False):
     """Sum of c_i psi(y_i x_i.w) over the block; adds sum c_i psi'(.) y_i x_i into ``out``.
 
     Writes the margins y_i x_i.w into ``margins`` and c_i psi''(y_i x_i.w) into
     ``curvature`` (both of shape (n_rows,)); the curvature is the D of the Hessian X^T D X.
     A psi'' below ``curvature_floor`` is written as 0, so that Hessian products skip the
     row. ``weights``: the c_i, array of shape (n_rows,), or None for c_i = 1 (numba then
-    compiles a version without the multiplications).
+    compiles a version without the multiplications). ``zero``: w is 0, whose products are
+    not read.
     """
     n_parts = out.shape[0]
     bounds = row_partition(indptr, n_parts)
@@ -176,7 +178,7 @@ def loss_grad(indptr, indices, data, y, w, bias, code, sigma, theta, params, cur
     for t in prange(n_parts):
         partial[t] = _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta,
                                      params, curvature_floor, bounds[t], bounds[t + 1], margins,
-                                     curvature, out[t], weights)
+                                     curvature, out[t], weights, zero)
     return partial.sum()
 
 
@@ -510,19 +512,19 @@ def _share(n, t, n_parts):
 
 @njit(cache=True, nogil=True)
 def _loss_rows(indptr, indices, data, y, w, bias, code, sigma, theta, params, curvature_floor,
-               lo, hi, margins, curvature, coef, weights):
+               lo, hi, margins, curvature, coef, weights, zero):
     total = 0.0
     for i in range(lo, hi):
-        margins[i], value, coef[i], curvature[i] = _row_terms(
-            indptr, indices, data, y, i, w, bias, code, sigma, theta, params, curvature_floor,
-            weights)
+        margins[i], value, coef[i], curvature[i] = _terms(
+            0.0 if zero else _dot(indptr, indices, data, i, w, bias), y, i, code, sigma, theta,
+            params, curvature_floor, weights)
         total += value
     return total
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def loss_coef(indptr, indices, data, y, w, bias, code, sigma, theta, params, curvature_floor,
-              margins, curvature, coef, n_parts, weights=None):
+              margins, curvature, coef, n_parts, weights=None, zero=False):
     """:func:`loss_grad` without the scatter: writes c_i psi'(y_i x_i.w) y_i into ``coef``
     (the gradient is then X^T coef, by :func:`column_sums` on the transpose). Rows run in
     ``n_parts`` parallel ranges; no per-thread d-vectors."""
@@ -531,16 +533,16 @@ def loss_coef(indptr, indices, data, y, w, bias, code, sigma, theta, params, cur
     for t in prange(n_parts):
         partial[t] = _loss_rows(indptr, indices, data, y, w, bias, code, sigma, theta, params,
                                 curvature_floor, bounds[t], bounds[t + 1], margins, curvature,
-                                coef, weights)
+                                coef, weights, zero)
     return partial.sum()
 
 
 @njit(cache=True, nogil=True)
 def loss_coef_by_columns(columns, y, w, bias, code, sigma, theta, params, curvature_floor,
-                         margins, curvature, coef, n_parts, weights=None):
+                         margins, curvature, coef, n_parts, weights=None, zero=False):
     """:func:`loss_coef` with the products X w taken by columns from the transpose
     (:func:`column_products`): for wide data, whose margins fit in cache and w does not."""
-    xw = column_products(columns, w, y.shape[0], n_parts)
+    xw = np.zeros(y.shape[0]) if zero else column_products(columns, w, y.shape[0], n_parts)
     wb = bias * w[w.shape[0] - 1] if bias != 0.0 else 0.0
     total = 0.0
     for i in range(y.shape[0]):

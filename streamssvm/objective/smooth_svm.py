@@ -406,8 +406,10 @@ class SmoothSVMObjective:
         return w
 
     def evaluate(self, w):
-        """One pass: L(w), grad L(w) and the curvature D at ``w``, as a PointState."""
+        """One pass: L(w), grad L(w) and the curvature D at ``w``, as a PointState. At w = 0
+        (every solver's start) the margins are 0 and the pass reads no products."""
         w = self._check(w)
+        zero = kernels.is_zero(w)
         loss, margins, curvature = 0.0, np.empty(self.n_samples), np.empty(self.n_samples)
         code, sigma, theta, params = self.loss.code, self.loss.sigma, self.loss.theta, self.loss.params
         if self._columns_pending is not None:  # the rows, while their columns are made
@@ -421,11 +423,12 @@ class SmoothSVMObjective:
                 loss = kernels.loss_coef_by_columns(
                     held[1], b.y, w, self.bias, code, sigma, theta, params,
                     self.curvature_floor, margins, curvature, coef, self.n_threads,
-                    self.sample_weight)
+                    self.sample_weight, zero)
             else:
                 loss = kernels.loss_coef(b.indptr, b.indices, b.data, b.y, w, self.bias, code,
                                          sigma, theta, params, self.curvature_floor, margins,
-                                         curvature, coef, self.n_threads, self.sample_weight)
+                                         curvature, coef, self.n_threads, self.sample_weight,
+                                         zero)
             grad = self._column_sums(coef, False, w, self.lam)[0]
             return PointState(w, self._total(w, loss), grad, margins, curvature)
         streamed = not self.source.in_memory
@@ -441,7 +444,7 @@ class SmoothSVMObjective:
             loss += kernels.loss_grad(b.indptr, b.indices, b.data, b.y, w, self.bias, code,
                                       sigma, theta, params, self.curvature_floor,
                                       margins[block_rows], rows, self._scatter,
-                                      self._block_weights(block_rows))
+                                      self._block_weights(block_rows), zero)
             if curved is not None:
                 part = kernels.gather_curved_rows(b.indptr, b.indices, b.data, rows)
                 cached += sum(a.nbytes for a in part)
