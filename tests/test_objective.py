@@ -6,6 +6,7 @@ for invariance: one block vs many uneven blocks, an in-memory source vs a real H
 """
 
 
+import mmap
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -14,7 +15,7 @@ import pytest
 import scipy.sparse as sp
 
 from shared_data import load_shared
-from streamssvm import kernels
+from streamssvm import _memory, kernels
 from streamssvm.data import InMemorySource, Store
 from streamssvm.data import store
 from streamssvm.losses import get_loss
@@ -412,6 +413,29 @@ def test_transpose_of_a_block_with_an_offset(n_parts, bucket_bits):
     np.testing.assert_array_equal(empty, np.flatnonzero(lengths == 0))
     assert len(single) == 8 and len(empty) >= 3
     assert_entries_as_csc(columns, expected)
+
+
+def test_a_large_transpose_is_made_in_prefaulted_arrays():
+    """Arrays of 4 MiB and more (here a million float32 values and int32 rows) are made
+    with their pages by the kernel (an anonymous map, not numpy's huge pages, on whose
+    compaction the transpose waited): the kernels write and read them as any array."""
+    rng = np.random.default_rng(31)
+    X = sp.random(3000, 400_000, density=1e-3, format="csr", random_state=rng,
+                  dtype=np.float32)
+    columns = kernels.transpose(X.indptr, X.indices, X.data, X.shape[1], 2)
+    single, single_rows, single_values, multi, multi_ptr, multi_rows, multi_values, _ = columns
+    assert multi_rows.nbytes >= _memory.PREFAULT_BYTES
+    if hasattr(mmap, "MAP_POPULATE"):
+        assert isinstance(multi_rows.base, memoryview) and multi_rows.flags.writeable
+    rows = np.concatenate([single_rows, multi_rows])
+    cols = np.concatenate([single, np.repeat(multi, np.diff(multi_ptr))])
+    made = sp.csc_matrix((np.concatenate([single_values, multi_values]), (rows, cols)),
+                         shape=X.shape)
+    assert (made != X.tocsc()).nnz == 0
+    v = rng.normal(size=X.shape[0])
+    out = np.empty(X.shape[1])
+    kernels.column_sums(columns, v, False, 0.0, np.zeros(X.shape[1]), 0.0, 1.0, 2, out)
+    np.testing.assert_allclose(out, X.T @ v, rtol=1e-12, atol=1e-12)
 
 
 def assert_entries_as_csc(columns, expected):

@@ -22,6 +22,7 @@ scipy 26 ms). The stores check every index before a kernel sees it.
 import numpy as np
 from numba import njit, prange
 
+from .._memory import prefaulted
 from ..losses._scalar import derivatives_with_params as derivatives
 from ._intrinsics import prefetch
 
@@ -289,11 +290,12 @@ def transpose(indptr, indices, data, n_columns, n_parts, bucket_bits=13):
     in row order, into buckets of 2^``bucket_bits`` (<= 16) consecutive columns (a few
     hundred sequential write streams; the rows cut into ``n_parts`` ranges done in
     parallel), then each bucket is counted and placed by itself, its counters and its
-    output in the caches (buckets in parallel). The arrays are numpy's: on Linux numpy
-    asks for huge pages, while numba's own allocations fault 4 KB at a time (80 MB first
-    touched: 47-54 ms against 11-13 ms here). news20 (5M nonzeros) in a new process, two
-    threads: 108-143 ms in one counting sort of numba's arrays, 56-123 ms so (medians of 8
-    runs: 126 and 69 ms)."""
+    output in the caches (buckets in parallel). The large arrays are :func:`prefaulted`:
+    numba's own allocations fault 4 KB at a time (80 MB first touched: 47-54 ms against
+    11-13 ms in numpy's huge pages; news20, 5M nonzeros, in a new process, two threads:
+    108-143 ms in one counting sort of numba's arrays, 56-123 ms in numpy's), and numpy's
+    huge pages wait on the kernel's compaction where memory is fragmented (one thread,
+    beside SDCA's first sweeps: 100 ms in most runs, 200-335 ms in a process's first)."""
     if not 1 <= bucket_bits <= 16:  # a column's place in its bucket is a uint16
         raise ValueError(f"bucket_bits must be in 1..16, got {bucket_bits}")
     bounds = row_partition(indptr, n_parts)
@@ -305,9 +307,9 @@ def transpose(indptr, indices, data, n_columns, n_parts, bucket_bits=13):
     np.cumsum(sizes.T.ravel(), out=starts[1:])
     fills = starts[:-1].reshape(n_buckets, n_parts).T.copy()
     bucket_ptr = starts[::n_parts].copy()
-    low = np.empty(starts[-1], np.uint16)
-    rows = np.empty(starts[-1], np.int32)
-    values = np.empty(starts[-1], data.dtype)
+    low = prefaulted(starts[-1], np.uint16)
+    rows = prefaulted(starts[-1], np.int32)
+    values = prefaulted(starts[-1], data.dtype)
     _into_buckets(indptr, indices, data, bounds, bucket_bits, fills, low, rows, values)
     del fills
     counts = np.zeros(n_columns, np.int32)
@@ -315,10 +317,11 @@ def transpose(indptr, indices, data, n_columns, n_parts, bucket_bits=13):
     _column_counts(low, bucket_ptr, bucket_bits, counts, before[1:])
     np.cumsum(before, axis=0, out=before)
     n_single, n_multi, n_entries = (int(v) for v in before[-1])
-    columns = (np.empty(n_single, np.int64), np.empty(n_single, np.int32),
-               np.empty(n_single, data.dtype), np.empty(n_multi, np.int64),
-               np.empty(n_multi + 1, np.int64), np.empty(n_entries, np.int32),
-               np.empty(n_entries, data.dtype), np.empty(n_columns - n_single - n_multi, np.int64))
+    columns = (prefaulted(n_single, np.int64), prefaulted(n_single, np.int32),
+               prefaulted(n_single, data.dtype), prefaulted(n_multi, np.int64),
+               prefaulted(n_multi + 1, np.int64), prefaulted(n_entries, np.int32),
+               prefaulted(n_entries, data.dtype),
+               prefaulted(n_columns - n_single - n_multi, np.int64))
     _place(low, rows, values, bucket_ptr, bucket_bits, counts, before, *columns)
     return columns
 
