@@ -11,5 +11,6 @@ from .linear import (column_products, column_sums, csr_checks, curved_columns, c
 
 __all__ = ["column_products", "column_sums", "csr_checks", "curved_columns", "curved_products",
            "decision", "decision_classes", "gather_curved_rows", "hess_diag", "hess_vec",
-           "is_zero", "loss_coef", "loss_coef_by_columns", "loss_grad", "loss_sum", "loss_sum_along",
-           "max_row_norm2", "merge_parts", "row_partition", "stochastic", "transpose", "vector"]
+           "is_zero", "loss_coef", "loss_coef_by_columns", "loss_grad", "loss_sum",
+           "loss_sum_along", "max_row_norm2", "merge_parts", "row_partition", "stochastic",
+           "transpose", "vector"]
