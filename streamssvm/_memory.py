@@ -146,4 +146,8 @@ def prefaulted(n, dtype):
     if populate is None or n * dtype.itemsize < PREFAULT_BYTES:
         return np.empty(n, dtype)
     flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate
-    return np.frombuffer(mmap.mmap(-1, n * dtype.itemsize, flags=flags), dtype)
+    try:
+        pages = mmap.mmap(-1, n * dtype.itemsize, flags=flags)
+    except OSError as exc:  # as numpy's arrays say it
+        raise MemoryError(f"cannot allocate {n * dtype.itemsize} bytes ({exc})") from exc
+    return np.frombuffer(pages, dtype)

@@ -436,6 +436,9 @@ def test_a_large_transpose_is_made_in_prefaulted_arrays():
     out = np.empty(X.shape[1])
     kernels.column_sums(columns, v, False, 0.0, np.zeros(X.shape[1]), 0.0, 1.0, 2, out)
     np.testing.assert_allclose(out, X.T @ v, rtol=1e-12, atol=1e-12)
+    # more than the machine has: refused as numpy refuses it, not as an OSError of mmap
+    with pytest.raises(MemoryError):
+        _memory.prefaulted(1 << 50, np.float64)
 
 
 def assert_entries_as_csc(columns, expected):
