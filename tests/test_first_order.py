@@ -137,10 +137,15 @@ def test_subsampled_newton_keeps_its_sample_in_memory(data, tmp_path):
         np.testing.assert_allclose(streamed.hessp(sampled, s), approx, rtol=1e-12)
 
 
-def test_sdca_dual_never_decreases(data):
+@pytest.mark.parametrize("overlap", [False, True])
+def test_sdca_dual_never_decreases(data, overlap):
+    """At every evaluated epoch: all of them without overlap; with it, the start and the
+    epochs after the first two (whose evaluations are left out)."""
     objective = _objective(_source(data), "psi_g")
-    result = sdca(objective, tol=0.0, max_iter=8, gap_tol=0.0, eval_every=1)
-    dual = [h["f"] - h["gap"] for h in result.history]
+    result = sdca(objective, tol=0.0, max_iter=8, gap_tol=0.0, eval_every=1, overlap=overlap)
+    evaluated = [h for h in result.history if "f" in h]
+    assert [h["iteration"] for h in evaluated] == [0] + list(range(3 if overlap else 1, 9))
+    dual = [h["f"] - h["gap"] for h in evaluated]
     assert all(b >= a - 1e-12 for a, b in zip(dual, dual[1:]))
     assert dual[-1] > dual[0]
 
@@ -236,7 +241,10 @@ def test_sdca_evaluates_beside_the_next_epoch_and_returns_an_evaluated_epoch(dat
     gap rule stops it, the epochs swept meanwhile are undone (their passes counted) and
     the evaluated one returned, within its gap of the optimum that a run without overlap
     reaches. Shrinking is the sweeps' in both: the first epoch settles no row (it has no
-    last epoch's reach), the second does, the third skips them."""
+    last epoch's reach), the second does, the third skips them. With overlap the
+    evaluations of the first 2 ``eval_every`` epochs are left out (the evaluation thread
+    makes the transpose and the start's evaluation meanwhile), and the epoch after them
+    sweeps all rows."""
     n = data[0].shape[0]
     runs, threads = [], set()
     for overlap in (True, True, False):
@@ -264,7 +272,13 @@ def test_sdca_evaluates_beside_the_next_epoch_and_returns_an_evaluated_epoch(dat
     assert first.passes == last["passes"] + eval_every
     for run in (first, inline):
         assert [h["visited"] for h in run.history[1:3]] == [n, n]
-        assert run.history[3]["visited"] < n
+    assert inline.history[3]["visited"] < n
+    assert first.history[2 * eval_every + 1]["visited"] == n
+    assert first.history[2 * eval_every + 2]["visited"] < n
+    evaluated = [h["iteration"] for h in first.history if "f" in h]
+    assert evaluated[:3] == [0, 3 * eval_every, 4 * eval_every]
+    assert [h["iteration"] for h in inline.history if "f" in h][:3] == [0, eval_every,
+                                                                       2 * eval_every]
     assert abs(first.f - inline.f) <= max(last["gap"], inline.history[-1]["gap"])
 
 

@@ -32,10 +32,14 @@ epochs after it are undone and epoch k's w returned. A run stays reproducible fr
 seed. Collected after one sweep, as first built, an evaluation every second epoch held up
 every other sweep (news20, psi_G at 2^-6: 17 and 28 ms). On news20
 (psi_G, sigma 2^-6) a run went from 1.25-1.3 s to 1.05-1.2 s. The transpose that those
-evaluations need is made in that thread too, beside the first evaluation (which takes the
-rows' way meanwhile) and the first epoch: the first epoch started 0.22 -> 0.13 s into a
-run, and the time to f*(1 + 1e-3) went from 0.67-0.71 to 0.63-0.68 s (best of 3 in each of
-three processes).
+evaluations need is made in that thread too, beside the first epochs: the first epoch
+started 0.22 -> 0.13 s into a run, and the time to f*(1 + 1e-3) went from 0.67-0.71 to
+0.63-0.68 s (best of 3 in each of three processes). Without a w0 the start's evaluation
+(at w = 0) follows the transpose in that thread, and the evaluations of the first
+2 ``eval_every`` epochs are left out: they would wait for both and hold up the sweeps
+when collected. The epoch after them sweeps all rows, which those evaluations would have
+brought back. The first epoch then starts at the store's read (0.02 s), not after the
+evaluation at 0 (0.05-0.06 s); medians to f*(1 + 1e-3) 0.31 -> 0.27 s.
 
 Out of core this is the block minimisation of Yu, Hsieh, Chang & Lin: load a block, run
 ``inner_epochs`` sweeps over its rows (each in a fresh random order), move to the next
@@ -60,6 +64,7 @@ import numba
 import numpy as np
 
 from ..kernels import stochastic as sk
+from .common import start_state
 from .stochastic import EpochRun, per_sample_array
 
 
@@ -134,8 +139,15 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         if overlap and _threadsafe_kernels():
             # the transpose beside the first evaluations (by rows meanwhile) and epoch
             objective.make_columns(evaluations.pool)
+        start = None if w0 is not None else lambda: evaluations.submit(_start, objective)
         run = EpochRun("sdca", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
-                       max_seconds, seed, progress, checkpoint)
+                       max_seconds, seed, progress, checkpoint, start)
+        # with overlap and no w0, the evaluation at 0 is made in the evaluation thread after
+        # the transpose, and the evaluations of the first 2 eval_every epochs are left out:
+        # they would wait for both and hold the sweeps when collected (the transpose takes
+        # about four sweeps of all rows: both read every nonzero); the epoch after them
+        # sweeps all rows instead
+        deferred = overlap and w0 is None
         dual = per_sample_array(objective.n_samples, memory_limit)
         w = np.zeros(objective.n_features)
         if run.resumed is not None:
@@ -144,8 +156,6 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
             sk.slopes_of_margins(run.state.margins, *objective.loss_args, dual)
             dual *= -1.0
             w = run.state.w - run.state.grad / objective.lam
-        else:
-            run.history[0]["gap"] = run.state.f - dual_objective(objective, dual, w)
         scale = 1.0 / (objective.lam * objective.n_samples)
         slopes = _slopes(objective.loss)
 
@@ -162,12 +172,14 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         pending = []  # epochs swept, not yet recorded: with overlap, those since the last due one
         # the passes made, an evaluation counted once submitted: with overlap it counts its
         # pass in its own thread, before or after the next epoch ends
-        passes = objective.passes
+        passes = run.history[0]["passes"] if deferred and run.resumed is None else objective.passes
         while run.next_epoch():
             extra = _sweep(objective, run.rng, settled, shrinking, inner_epochs, dual, w, scale,
                            slopes, last)
             passes += 1
-            due = run.due()
+            due = run.due() and not (deferred and run.epoch <= 2 * eval_every)
+            if deferred and run.epoch == 2 * eval_every:
+                settled[:] = False  # the rows those evaluations would have brought back
             if overlap and due:  # the last evaluation has had the sweeps since its epoch
                 decision, stop = _collect(run, pending, None, decision, gap_tol)
                 pending = []
@@ -233,6 +245,16 @@ class _Epoch:
     def __init__(self, end, w, dual, rows, extra):
         self.end, self.w, self.dual, self.rows, self.extra = end, w, dual, rows, extra
         self.evaluation = None
+
+
+def _start(objective):
+    """The start at w = 0 (:func:`~streamssvm.solvers.common.start_state`) and its duality
+    gap (alpha = 0), for :class:`EpochRun`'s ``start``."""
+    objective.columns_made()
+    state, grad0_norm = start_state(objective, None)
+    gap = state.f - dual_objective(objective, np.zeros(objective.n_samples),
+                                   np.zeros(objective.n_features))
+    return state, grad0_norm, dict(gap=gap)
 
 
 def _evaluate(objective, w, dual, shrinking):

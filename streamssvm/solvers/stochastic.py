@@ -13,6 +13,7 @@ threshold (see :func:`~streamssvm.solvers.common.stopping_threshold`).
 import tempfile
 import time
 import warnings
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,7 +79,7 @@ class EpochRun:
     """
 
     def __init__(self, name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
-                 max_seconds, seed, progress, checkpoint=None):
+                 max_seconds, seed, progress, checkpoint=None, start=None):
         check_epochs(max_iter, eval_every)
         check_max_seconds(max_seconds)
         self.name, self.objective = name, objective
@@ -87,7 +88,7 @@ class EpochRun:
         self.start = time.perf_counter()
         self.message = "max_iter reached"
         self.finished = False
-        self.checkpoint, self.resumed = checkpoint, None
+        self.checkpoint, self.resumed, self._start = checkpoint, None, None
         saved = checkpoint.load() if checkpoint is not None else None
         if saved is not None:  # the state at the end of an epoch, as it was
             meta, self.resumed = saved
@@ -99,20 +100,45 @@ class EpochRun:
             evaluated = self.history[-1].get("f") is not None
             self.state = objective.evaluate(self.resumed["w"]) if evaluated else None
         else:
-            self.state, grad0_norm = start_state(objective, w0)
-            self.threshold = stopping_threshold(objective, grad0_norm, tol, abs_tol,
-                                                liblinear_tol)
+            # ``start``: a function submitting the start's one evaluation elsewhere (SDCA's
+            # evaluation thread, while the first epochs run), which returns a Future of
+            # start_state's result and, optionally, more for the history's first entry;
+            # :meth:`started` waits for it
+            self._tolerances = tol, abs_tol, liblinear_tol
+            self.state, self.threshold = None, None
             self.epoch = 0
             self.history = []
-            self._record()
+            if start is None:
+                self._start = Future()
+                self._start.set_result(start_state(objective, w0))
+                self._record()
+                self.started()
+            else:  # its pass counted once submitted, as the solvers count evaluations
+                passes = objective.passes
+                self._start = start()
+                self._record(passes=passes + 1)
         self.bar = progress_bar(progress, total=max_iter, initial=self.epoch, unit="epoch",
                                 desc=name)
+
+    def started(self):
+        """Take the start state (the stopping threshold, f and ||grad|| at the start in the
+        history's first entry) once it is made; a no-op after."""
+        if self._start is None:
+            return
+        state, grad0_norm, *extra = self._start.result()
+        self._start = None
+        self.threshold = stopping_threshold(self.objective, grad0_norm, *self._tolerances)
+        self.history[0].update(f=state.f, grad_norm=state.grad_norm,
+                               **(extra[0] if extra else {}))
+        if self.epoch == 0:
+            self.state = state
 
     def save(self, w, at=None, **arrays):
         """Checkpoint the end of this epoch: the iterate ``w``, the solver's ``arrays``, the
         history and the random generator (if a checkpoint was asked for and is due). ``at``:
         an :class:`EpochEnd` to save instead of this epoch (the generator as it was then)."""
         if self.checkpoint is not None:
+            self.started()
             at = self.epoch_end() if at is None else at
             self.checkpoint.save(dict(epoch=at.epoch, history=self.history, passes=at.passes,
                                       threshold=self.threshold,
@@ -174,6 +200,8 @@ class EpochRun:
     def record(self, state, at=None, **extra):
         """Record an epoch with its evaluation ``state`` (or None): this epoch, or the one
         ``at`` (an :class:`EpochEnd`) if its evaluation ran beside the next epoch."""
+        if state is not None:
+            self.started()
         self.state = state
         if at is None:
             self._record(**extra)
@@ -192,6 +220,7 @@ class EpochRun:
 
     def result(self, w):
         """The SolverResult at ``w`` (evaluated if the last epoch was not)."""
+        self.started()
         self.bar.close()
         if self.state is None or not np.array_equal(self.state.w, w):
             self.state = self.objective.evaluate(w)
