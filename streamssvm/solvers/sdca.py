@@ -137,7 +137,8 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     overlap = overlap and objective.hold_rows()
     with _Evaluations(overlap) as evaluations:
         if overlap and _threadsafe_kernels():
-            # the transpose beside the first evaluations (by rows meanwhile) and epoch
+            # the transpose beside the first epochs (an evaluation meanwhile, as at a w0,
+            # takes the rows' way)
             objective.make_columns(evaluations.pool)
         start = None if w0 is not None else lambda: evaluations.submit(_start, objective)
         run = EpochRun("sdca", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
