@@ -172,8 +172,9 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
             decision = _unmask(run.resumed["decision"])
         pending = []  # epochs swept, not yet recorded: with overlap, those since the last due one
         # the passes made, an evaluation counted once submitted: with overlap it counts its
-        # pass in its own thread, before or after the next epoch ends
-        passes = run.history[0]["passes"] if deferred and run.resumed is None else objective.passes
+        # pass in its own thread, before or after the next epoch ends (a fresh run's start
+        # too: its history entry has it)
+        passes = objective.passes if run.resumed is not None else run.history[0]["passes"]
         while run.next_epoch():
             extra = _sweep(objective, run.rng, settled, shrinking, inner_epochs, dual, w, scale,
                            slopes, last)
