@@ -831,3 +831,27 @@ def test_sdca_sweep_settles_a_row_only_while_its_step_stays_zero_within_reach(lo
         assert np.allclose(w, margins * y, rtol=1e-12, atol=0) and np.allclose(alpha, dual)
         assert np.allclose(last, margins, rtol=1e-12, atol=0)
         assert list(settled) == expected, reach
+
+
+@pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")
+@pytest.mark.parametrize("solver", ["gd", "agd", "lbfgs", "newton"])
+def test_line_search_solvers_stop_at_the_optimum_with_the_reason(solver):
+    """With tol = 0 the gradient rule never stops a run: at the optimum, either the line
+    search finds no step (the history's last entry: a rejected iteration of step 0) or
+    the step no longer changes f (its relative change below the solver's limit). Both
+    end the run before max_iter, with the reason as its message."""
+    X, y = _small_problem()
+    model = streamssvm.train_stream(X, y, loss="logistic", lam=1e-2, solver=solver, tol=0.0,
+                                    max_iter=100_000, progress=False)
+    message, last = model.params["message"], model.history[-1]
+    assert message in ("line search failed", "objective decrease too small")
+    assert model.params["n_iter"] < 100_000
+    if message == "line search failed":
+        assert not last["accepted"] and last["step"] == 0.0
+        assert model.history[-2]["iteration"] == last["iteration"]
+    else:
+        assert last["accepted"] and solver != "agd"  # AGD has no such rule
+        rtol = 1e-12 if solver == "newton" else 1e-15
+        assert abs(model.history[-2]["f"] - last["f"]) <= rtol * abs(last["f"])
+    best = min(h["f"] for h in model.history)
+    assert model.params["objective"] <= best * (1 + 1e-12)

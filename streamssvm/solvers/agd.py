@@ -40,9 +40,7 @@ def agd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
         x = run.state
         eta *= GROWTH
         x_new, fraction = line_search(objective, y, -eta * y.grad, eta=0.5)
-        if x_new is None:
-            run.record(0, False, step=0.0)
-            run.message = "line search failed"
+        if not run.searched(x_new):
             break
         eta *= fraction
         move = x_new.w - x.w

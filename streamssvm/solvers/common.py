@@ -247,6 +247,22 @@ class Run:
                                  seconds=time.perf_counter() - self.start, accepted=accepted,
                                  **extra))
 
+    def searched(self, trial, cg_steps=0):
+        """Whether a line search found a step (``trial``, its PointState, not None); if not,
+        the history records the failed iteration and the run stops with the reason."""
+        if trial is None:
+            self.record(cg_steps, False, step=0.0)
+            self.message = "line search failed"
+        return trial is not None
+
+    def stalled(self, before, rtol):
+        """Whether the step just accepted from ``before`` (a PointState) changed f by at
+        most ``rtol`` |f|; if so, the run stops with the reason."""
+        if abs(before.f - self.state.f) <= rtol * abs(self.state.f):
+            self.message = "objective decrease too small"
+            return True
+        return False
+
     def accept(self, state):
         """Move to ``state`` (a new iterate)."""
         self.iteration += 1

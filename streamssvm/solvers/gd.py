@@ -48,15 +48,12 @@ def gd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter
     while run.going():
         state = run.state
         trial, fraction = line_search(objective, state, -2.0 * eta * state.grad)
-        if trial is None:
-            run.record(0, False, step=0.0)
-            run.message = "line search failed"
+        if not run.searched(trial):
             break
         eta *= 2.0 * fraction
         run.accept(trial)
         run.record(0, True, step=eta)
         run.save(eta=eta)
-        if abs(state.f - trial.f) <= 1e-15 * abs(trial.f):
-            run.message = "objective decrease too small"
+        if run.stalled(state, 1e-15):
             break
     return run.result()

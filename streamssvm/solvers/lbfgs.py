@@ -69,9 +69,7 @@ def lbfgs(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_i
         else:
             direction = -initial_step(state) * state.grad
         trial, step = line_search(objective, state, direction)
-        if trial is None:
-            run.record(0, False, step=0.0)
-            run.message = "line search failed"
+        if not run.searched(trial):
             break
         s, y = trial.w - state.w, trial.grad - state.grad
         sy = float(s @ y)
@@ -79,7 +77,6 @@ def lbfgs(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_i
             pairs.append((s, y, 1.0 / sy))
         run.accept(trial)
         run.record(0, True, step=step)
-        if abs(state.f - trial.f) <= 1e-15 * abs(trial.f):
-            run.message = "objective decrease too small"
+        if run.stalled(state, 1e-15):
             break
     return run.result()

@@ -101,14 +101,11 @@ def newton(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_
             run.message = OVERFLOW
             break
         trial, step = line_search(objective, state, s)
-        if trial is None:
-            run.record(steps, False, step=0.0)
-            run.message = "line search failed"
+        if not run.searched(trial, steps):
             break
         run.accept(trial)
         run.record(steps, True, step=step)
         run.save(rng=rng.bit_generator.state)
-        if abs(state.f - trial.f) <= 1e-12 * abs(trial.f):
-            run.message = "objective decrease too small"
+        if run.stalled(state, 1e-12):
             break
     return run.result()
