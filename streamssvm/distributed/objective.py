@@ -108,7 +108,7 @@ class DaskObjective(SmoothSVMObjective):
 
     def hess_diag(self, state):
         summed = self._run("hess_diag", [state.margins], vector=True)[1]
-        return self._scaled(summed, np.ones(self.n_variables))
+        return self._scaled(summed, np.broadcast_to(1.0, self.n_variables))
 
     def subsampled(self, state, fraction, rng):
         """Not across workers: the sampled rows would have to be drawn on each shard."""

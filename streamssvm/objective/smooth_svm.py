@@ -578,7 +578,7 @@ class SmoothSVMObjective:
 
     def hess_diag(self, state):
         """One pass: the diagonal of the Hessian at ``state``."""
-        ones = np.ones(self.n_variables)
+        ones = np.broadcast_to(1.0, self.n_variables)  # read, never written: no 8 d bytes
         if self._held_data() is not None:
             self.cached_sweeps += 1
             return self._column_sums(state.curvature, True, ones, self.lam)[0]

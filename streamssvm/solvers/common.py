@@ -103,7 +103,9 @@ def diag_preconditioner(objective, state, enabled):
     if not enabled:
         return None
     diag = objective.hess_diag(state)
-    return (1 - PRECONDITIONER_WEIGHT) + (PRECONDITIONER_WEIGHT / objective.lam) * diag
+    diag *= PRECONDITIONER_WEIGHT / objective.lam
+    diag += 1 - PRECONDITIONER_WEIGHT
+    return diag
 
 
 def line_search(objective, state, direction, eta=ARMIJO_ETA):
