@@ -225,7 +225,7 @@ def _chunks(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma,
                 return
     for chunk in range(1, (n - 1) // delay + 2):  # ceil(n / delay) chunks, no overflow
         lo = (chunk - 1) * delay
-        hi = min(n, lo + delay)
+        hi = lo + min(n - lo, delay)  # no overflow, whatever the delay
         mid = lo + (hi - lo) // 2
         if lead:
             store_release(ctl, CHUNK, chunk)
@@ -255,7 +255,7 @@ def _chunks(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma,
             while load_acquire(ctl, READY) < chunk:
                 pass
         # this thread's first rows of the next chunk, to arrive during the steps
-        nxt = hi + (min(n, hi + delay) - hi) // 2 if lead else hi
+        nxt = hi + min(n - hi, delay) // 2 if lead else hi
         for pos in range(nxt, min(nxt + _AHEAD, n)):
             prefetch_row(indptr, indices, data, order[pos])
         for pos in range(lo, hi):  # the helper's own dots equal the lead's to the bit
