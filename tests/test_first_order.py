@@ -213,6 +213,23 @@ def test_sdca_step_where_the_exponential_overflows(sigma):
                     pytest.approx(z, rel=1e-13, abs=1e-13), (q, m, start)
 
 
+def test_sdca_step_brackets_beyond_the_points_newton_tried():
+    """From the row's margin, Newton crept up the exponential's steep side past m_rest + 1
+    before the bracket was made, psi'(m_rest) having overflowed: the doubling search began
+    at m_rest + 1, inside the points tried, and stopped with the far end infinite, so the
+    step returned z = inf and set alpha to 0 (a9a, sigma 1e-3: the dual fell at 16 of 141
+    epochs). Found by a probe; the step now matches the one from m_rest."""
+    from streamssvm.kernels.stochastic import _prox_margin
+
+    named = get_loss("exponential:sigma=1e-3")
+    code, sigma, theta, params = named.code, named.sigma, named.theta, named.params
+    m, q = -1.0729665384939908, 3.685390497834833
+    z, slope, _ = _prox_margin(code, m, q, sigma, theta, params, -0.00479305859441978)
+    assert np.isfinite(z) and abs(z + q * slope - m) <= 1e-13 * q
+    assert z == pytest.approx(_prox_margin(code, m, q, sigma, theta, params, np.nan)[0],
+                              rel=1e-13, abs=1e-13)
+
+
 @pytest.mark.parametrize("loss", ["psi_g:sigma=0.015625", "squared_hinge", "hinge"])
 def test_sdca_shrinking_skips_settled_rows_and_keeps_the_optimum(data, loss):
     """Rows that a sweep finds past the kink, their alpha matching their margin, are

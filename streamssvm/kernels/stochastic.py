@@ -436,16 +436,19 @@ def _bracket(code, m_rest, q, sigma, theta, params, lo, hi):
     """The bracket of :func:`_prox_margin`'s root: ``(lo, hi)`` (from the points tried)
     cut to m_rest and m_rest - q psi'(m_rest). Where that second end is far (more than
     16 max(1, |m_rest|) away) or infinite (psi' overflowed: the exponential loss far below
-    its kink), it is found instead by steps from m_rest doubling from 1, so that bisection
-    starts within twice the root's distance."""
+    its kink), it is found instead by steps doubling from 1 beyond the bracket's near end
+    (m_rest, or a point tried past it: from m_rest, a first step inside the points tried
+    ended the search with that end still infinite, and bisection returned z = inf), so
+    that bisection starts within twice the root's distance."""
     slope0 = derivatives(code, m_rest, sigma, theta, params)[1]
     far = m_rest - q * slope0
     lo, hi = max(lo, min(m_rest, far)), min(hi, max(m_rest, far))
     if abs(far - m_rest) <= 16.0 * max(1.0, abs(m_rest)):
         return lo, hi
+    near = lo if slope0 < 0.0 else hi
     width = 1.0
     for _ in range(1100):  # doublings from 1 pass any float
-        trial = m_rest + width if slope0 < 0.0 else m_rest - width
+        trial = near + width if slope0 < 0.0 else near - width
         if not (lo < trial < hi):
             break
         if trial + q * derivatives(code, trial, sigma, theta, params)[1] - m_rest >= 0.0:
