@@ -872,3 +872,27 @@ def test_line_search_solvers_stop_at_the_optimum_with_the_reason(solver):
         assert abs(model.history[-2]["f"] - last["f"]) <= rtol * abs(last["f"])
     best = min(h["f"] for h in model.history)
     assert model.params["objective"] <= best * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("loss", ["psi_g", "squared_hinge", "logistic", "hinge"])
+@pytest.mark.parametrize("overlap", [False, True])
+def test_sdca_closes_the_gap_with_an_empty_row(loss, overlap):
+    """An empty row's alpha was never stepped (its norm is 0), so the gap stayed at
+    psi(0) / n for it and gap_tol never stopped the run (w8a: 8% of its rows are empty).
+    Its step is alpha = -psi'(0): the gap closes, to the optimum of the rows' problem."""
+    X, y = _small_problem()
+    X = X.tolil()
+    X[0, :] = 0
+    X = X.tocsr()
+    X.eliminate_zeros()
+    assert X.indptr[1] == 0
+    model = streamssvm.train_stream(X, y, loss=loss, lam=1e-2, solver="sdca", gap_tol=1e-6,
+                                    tol=0.0, max_iter=300, overlap=overlap, progress=False)
+    gap = model.history[-1]["gap"]
+    assert model.params["message"] == "duality gap below gap_tol"
+    assert 0.0 <= gap <= 1e-6 * model.params["objective"]
+    if loss != "hinge":
+        reference = streamssvm.train_stream(X, y, loss=loss, lam=1e-2, solver="newton",
+                                            tol=1e-10, progress=False)
+        assert reference.params["objective"] <= model.params["objective"]
+        assert model.params["objective"] - reference.params["objective"] <= gap + 1e-12

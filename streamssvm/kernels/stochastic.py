@@ -507,8 +507,12 @@ def sdca_rows(indptr, indices, data, y, order, row_start, dual, w, code, sigma, 
         prefetch_rows(indptr, indices, data, order, pos)
         i = order[pos]
         xw, norm2 = row_dot_norm2(indptr, indices, data, i, w)
-        if norm2 == 0.0:
-            last[row_start + i] = 0.0  # its margin for ever (and no NaN for a checkpoint)
+        if norm2 == 0.0:  # its margin is 0 for ever: alpha_i = -psi'(0) is its step, once
+            # (left at 0, it kept the gap at psi(0) / n a row: gap_tol never stopped a run)
+            dual[row_start + i] = -min(max(derivatives(code, 0.0, sigma, theta, params)[1],
+                                           lowest), highest)
+            last[row_start + i] = 0.0
+            settled[row_start + i] = True
             continue
         q = scale * norm2
         yi = float(y[i])
