@@ -56,6 +56,22 @@ def test_a_stopped_and_resumed_run_ends_at_the_uninterrupted_model(data, tmp_pat
         [h["f"] for h in straight.history if "f" in h]
 
 
+@pytest.mark.parametrize("overlap", [True, False])
+def test_a_run_stopped_by_the_duality_gap_stays_stopped_when_run_again(data, tmp_path,
+                                                                       overlap):
+    """SDCA's gap rule is its own: the checkpoint did not say the run had met it, so the
+    same call again (or a resume after a kill past the last save) swept on, to another
+    model. Found by a probe."""
+    path = tmp_path / "run.ckpt"
+    runs = [_train(data, "sdca", dict(gap_tol=1e-4, overlap=overlap), 100, checkpoint=path,
+                   checkpoint_every=0) for _ in range(2)]
+    assert [r.params["message"] for r in runs] == ["duality gap below gap_tol"] * 2
+    assert runs[0].params["n_iter"] < 100
+    assert runs[1].params["n_iter"] == runs[0].params["n_iter"]
+    assert np.array_equal(runs[1].coef_, runs[0].coef_)
+    assert runs[1].history == runs[0].history
+
+
 def test_a_checkpoint_of_another_training_is_refused(data, tmp_path):
     path = tmp_path / "run.ckpt"
     _train(data, "tron", {}, 2, checkpoint=path)

@@ -94,6 +94,8 @@ class EpochRun:
             meta, self.resumed = saved
             self.threshold, self.epoch, self.history = (meta["threshold"], meta["epoch"],
                                                         meta["history"])
+            if meta.get("finished"):  # stopped by the solver's own rule: it stays stopped
+                self.finish(meta["finished"])
             self.rng.bit_generator.state = meta["rng"]
             objective.passes += meta["passes"]
             self.start -= meta["seconds"]
@@ -142,7 +144,8 @@ class EpochRun:
             at = self.epoch_end() if at is None else at
             self.checkpoint.save(dict(epoch=at.epoch, history=self.history, passes=at.passes,
                                       threshold=self.threshold,
-                                      seconds=time.perf_counter() - self.start, rng=at.rng),
+                                      seconds=time.perf_counter() - self.start, rng=at.rng,
+                                      finished=self.message if self.finished else None),
                                  dict(arrays, w=w), force=not self.next_due())
 
     def next_due(self):
