@@ -898,13 +898,14 @@ def test_sdca_closes_the_gap_with_an_empty_row(loss, overlap):
         assert model.params["objective"] - reference.params["objective"] <= gap + 1e-12
 
 
-@pytest.mark.parametrize("eval_every", [0, 120])
+@pytest.mark.parametrize("eval_every", [0, 60, 120])
 def test_sdca_shrinks_only_with_evaluations_to_bring_rows_back(data, optimum, eval_every):
-    """Rows a sweep settles come back only at an evaluation. With none before the last
-    epoch (eval_every 0, or as many epochs as the run has), a row settled too early stayed
-    skipped for good, and the run ended far above the optimum while its steps had stopped
-    (a9a, squared hinge: 1e-3 above it after 300 epochs; found by a probe). Such a run now
-    sweeps every row, as one without shrinking does, to the bit."""
+    """Rows a sweep settles come back only at an evaluation (with overlap, the first
+    2 eval_every epochs' are left out, and a full sweep after them stands for them). With
+    none before the last epoch (eval_every 0, half or all the run's epochs), a row settled
+    too early stayed skipped for good, and the run ended far above the optimum while its
+    steps had stopped (a9a, squared hinge: 1e-3 above it after 300 epochs; found by a
+    probe). Such a run now sweeps every row, as one without shrinking does, to the bit."""
     n = data[0].shape[0]
     runs = []
     for shrinking in (True, False):

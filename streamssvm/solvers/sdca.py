@@ -112,10 +112,10 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         28 ms beside 17 ms sweeps, and every second epoch reached f*(1 + 1e-3) in
         0.41-0.49 s against 0.53-0.85 s evaluating every epoch.
     shrinking : bool
-        Skip the rows whose step stays zero (see the module docstring). Only with
-        evaluations before the last epoch (0 < ``eval_every`` < ``max_iter``): they bring
-        back the rows the sweeps skip, and without them a row settled too early stayed
-        skipped for good (a9a, squared hinge: 300 epochs ended 1e-3 above the optimum).
+        Skip the rows whose step stays zero (see the module docstring). Only when rows
+        come back before the last epoch (at an evaluation, or the full sweep that stands
+        for the left-out ones): without that, a row settled too early stayed skipped for
+        good (a9a, squared hinge: 300 epochs ended 1e-3 above the optimum).
     overlap : bool
         When the data is held in memory, evaluate each epoch's w in a thread beside the
         next epoch (see the module docstring).
@@ -146,13 +146,15 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         start = None if w0 is not None else lambda: evaluations.submit(_start, objective)
         run = EpochRun("sdca", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
                        max_seconds, seed, progress, checkpoint, start)
-        shrinking = shrinking and 0 < eval_every < max_iter  # (both checked by the run)
         # with overlap and no w0, the evaluation at 0 is made in the evaluation thread after
         # the transpose, and the evaluations of the first 2 eval_every epochs are left out:
         # they would wait for both and hold the sweeps when collected (the transpose takes
         # about four sweeps of all rows: both read every nonzero); the epoch after them
         # sweeps all rows instead
         deferred = overlap and w0 is None
+        # rows come back first at the evaluation of epoch eval_every (deferred: the full
+        # sweep after epoch 2 eval_every); none before the last epoch, no shrinking
+        shrinking = shrinking and 0 < (2 if deferred else 1) * eval_every < max_iter
         dual = per_sample_array(objective.n_samples, memory_limit)
         w = np.zeros(objective.n_features)
         if run.resumed is not None:
