@@ -779,6 +779,15 @@ def test_sgd_schedules_refuse_what_would_divide_by_zero_or_diverge():
                                 max_iter=5, progress=False)
 
 
+def test_sdca_divergence_names_the_data_and_lambda_not_a_step_size():
+    """SDCA has no step size: where its objective overflows (values of 1e152 at lambda
+    1e-8), the error said to lower one. Found by a probe."""
+    X, y = _small_problem()
+    with pytest.raises(FloatingPointError, match="sdca diverged.*raise lambda or scale the data"):
+        streamssvm.train_stream(X * 1e152, y, loss="psi_g", lam=1e-8, solver="sdca",
+                                max_iter=10, progress=False)
+
+
 @pytest.mark.parametrize("lam", [1e-8, 1e-10, 1e-12])
 def test_newton_reaches_the_optimum_at_small_lambda(lam):
     """CG's breakdown test was absolute (d.Hd <= 1e-16): with the preconditioner's

@@ -145,7 +145,9 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
             objective.make_columns(evaluations.pool)
         start = None if w0 is not None else lambda: evaluations.submit(_start, objective)
         run = EpochRun("sdca", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
-                       max_seconds, seed, progress, checkpoint, start)
+                       max_seconds, seed, progress, checkpoint, start,
+                       divergence="its steps are exact: the data's scale against lambda "
+                                  "overflows the objective; raise lambda or scale the data")
         # with overlap and no w0, the evaluation at 0 is made in the evaluation thread after
         # the transpose, and the evaluations of the first 2 eval_every epochs are left out:
         # they would wait for both and hold the sweeps when collected (the transpose takes

@@ -79,8 +79,11 @@ class EpochRun:
     """
 
     def __init__(self, name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
-                 max_seconds, seed, progress, checkpoint=None, start=None):
+                 max_seconds, seed, progress, checkpoint=None, start=None,
+                 divergence="a step too large for the data: lower the step size or its "
+                            "schedule's start"):
         check_epochs(max_iter, eval_every)
+        self.divergence = divergence  # what :meth:`result` says when f is not finite
         check_max_seconds(max_seconds)
         self.name, self.objective = name, objective
         self.max_iter, self.eval_every, self.max_seconds = max_iter, eval_every, max_seconds
@@ -230,7 +233,7 @@ class EpochRun:
         if not np.isfinite(self.state.f):
             raise FloatingPointError(
                 f"{self.name} diverged: the objective is not finite after epoch {self.epoch} "
-                f"(a step too large for the data: lower the step size or its schedule's start)")
+                f"({self.divergence})")
         converged = self.converged
         if converged and not self.finished:
             self.message = "converged"
