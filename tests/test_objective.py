@@ -671,13 +671,49 @@ def test_w_of_wrong_shape(fit_intercept):
     passes = obj.passes
     for bad in (np.zeros(obj.n_variables + 1), np.zeros(obj.n_variables - 1),
                 np.zeros((1, obj.n_variables)), np.zeros(0)):
-        with pytest.raises(ValueError, match="shape"):
+        with pytest.raises(ValueError, match="^w has shape"):
             obj.evaluate(bad)
-        with pytest.raises(ValueError, match="shape"):
+        with pytest.raises(ValueError, match="^w has shape"):
             obj.value(bad)
-        with pytest.raises(ValueError, match="shape"):
+        with pytest.raises(ValueError, match="^s has shape"):  # it said w
             obj.hessp(state, bad)
     assert obj.passes == passes  # refused before reading any data
+
+
+@pytest.mark.parametrize("hold", [True, False])
+def test_a_state_of_other_data_is_refused(hold):
+    """The kernels index a state's curvature by the rows, unchecked: a state of another
+    objective.s data (10 rows against 300) was read past its end (found by a probe)."""
+    X, y = random_problem(seed=20)
+    small = SmoothSVMObjective(InMemorySource(X[:10], y[:10]), "squared_hinge", lam=0.1,
+                               hold=hold)
+    obj = SmoothSVMObjective(InMemorySource(X, y), "squared_hinge", lam=0.1, hold=hold)
+    state = small.evaluate(np.zeros(small.n_variables))
+    for call in (lambda: obj.hessp(state, np.ones(obj.n_variables)),
+                 lambda: obj.hess_diag(state),
+                 lambda: obj.subsampled(state, 0.5, np.random.default_rng(0))):
+        with pytest.raises(ValueError, match="state is of other data.*10,.*300 rows"):
+            call()
+
+
+@pytest.mark.parametrize("hold", [True, False])
+def test_the_intercept_entry_is_exact_beside_a_large_lambda_w(hold):
+    """The streamed path added lam w_d to the intercept's gradient entry, then took it
+    away: at lam 1e8 the entry kept 8 digits, the held path all of them (found by a
+    probe). Both compute it directly now."""
+    X, y = random_problem(seed=21)
+    lam = 1e8
+    obj = SmoothSVMObjective(InMemorySource(X, y), "logistic", lam=lam, fit_intercept=True,
+                             hold=hold)
+    w = point(obj)
+    w[-1] = 0.7  # lam w_d = 7e7
+    ypm = np.where(y > 0, 1.0, -1.0)
+    _, dpsi, d2psi = get_loss("logistic").derivatives(ypm * (X @ w[:-1] + w[-1]))
+    state = obj.evaluate(w)
+    assert state.grad[-1] == pytest.approx(np.mean(dpsi * ypm), rel=1e-13)
+    e_last = np.zeros(obj.n_variables)
+    e_last[-1] = 1.0
+    assert obj.hessp(state, e_last)[-1] == pytest.approx(np.mean(d2psi), rel=1e-13)
 
 
 def test_unknown_loss_and_bad_sigma():

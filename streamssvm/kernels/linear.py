@@ -735,6 +735,7 @@ def merge_parts(parts, x, lam, scale, unregularised_last, out):
         for t in range(n_parts):
             acc += parts[t, j]
             parts[t, j] = 0.0
-        out[j] = lam * x[j] + scale * acc
-    if unregularised_last:
-        out[n - 1] -= lam * x[n - 1]
+        # the intercept's entry without lam x (added, then taken away, it lost the digits
+        # of lam |x| to the cancellation)
+        regularised = not unregularised_last or j != n - 1
+        out[j] = (lam * x[j] if regularised else 0.0) + scale * acc

@@ -399,11 +399,18 @@ class SmoothSVMObjective:
         self._scatter_dirty = False
         return out
 
-    def _check(self, w):
+    def _check(self, w, name="w"):
         w = np.ascontiguousarray(w, dtype=np.float64)
         if w.shape != (self.n_variables,):
-            raise ValueError(f"w has shape {w.shape}, expected ({self.n_variables},)")
+            raise ValueError(f"{name} has shape {w.shape}, expected ({self.n_variables},)")
         return w
+
+    def _check_state(self, state):
+        """``state``, if it is of this data: the kernels index its curvature by the rows."""
+        if state.curvature.shape != (self.n_samples,):
+            raise ValueError(f"the state is of other data: its curvature has shape "
+                             f"{state.curvature.shape}, this data {self.n_samples} rows")
+        return state
 
     def evaluate(self, w):
         """One pass: L(w), grad L(w) and the curvature D at ``w``, as a PointState. At w = 0
@@ -480,6 +487,7 @@ class SmoothSVMObjective:
         and compute on the sampled rows only."""
         if not 0 < fraction <= 1:
             raise ValueError(f"the Hessian sample fraction must be in (0, 1], got {fraction}")
+        state = self._check_state(state)
         if state.curved_rows is not None:
             sampled = []
             for indptr, indices, data, curvature in state.curved_rows:
@@ -551,7 +559,7 @@ class SmoothSVMObjective:
     def hessp_quad(self, state, s):
         """:meth:`hessp` and s.(H s), the curvature along s that CG needs: from the same
         sweep when the data is held. (A subclass overrides this, not :meth:`hessp`.)"""
-        s = self._check(s)
+        s, state = self._check(s, "s"), self._check_state(state)
         held = self._held_data()
         if held is not None:
             self.cached_sweeps += 1
@@ -578,6 +586,7 @@ class SmoothSVMObjective:
 
     def hess_diag(self, state):
         """One pass: the diagonal of the Hessian at ``state``."""
+        state = self._check_state(state)
         ones = np.broadcast_to(1.0, self.n_variables)  # read, never written: no 8 d bytes
         if self._held_data() is not None:
             self.cached_sweeps += 1
