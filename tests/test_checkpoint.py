@@ -56,6 +56,22 @@ def test_a_stopped_and_resumed_run_ends_at_the_uninterrupted_model(data, tmp_pat
         [h["f"] for h in straight.history if "f" in h]
 
 
+@pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")
+@pytest.mark.parametrize("solver,options", [("tron", {}), ("gd", {}),
+                                            ("newton", dict(hessian_sample=0.3))])
+def test_a_stopped_run_called_again_keeps_its_solver_state(data, tmp_path, solver, options):
+    """The same call again on a run stopped at max_iter (a retried job) saved the solver's
+    scalars as empty: TRON's radius, GD's step and Newton's sample generator were lost,
+    and a resume to more iterations left the uninterrupted run (found by a probe)."""
+    straight = _train(data, solver, options, 6)
+    path = tmp_path / "run.ckpt"
+    for _ in range(2):
+        _train(data, solver, options, 2, checkpoint=path, checkpoint_every=0)
+    resumed = _train(data, solver, options, 6, checkpoint=path, checkpoint_every=0)
+    assert np.array_equal(resumed.coef_, straight.coef_)
+    assert [h["f"] for h in resumed.history] == [h["f"] for h in straight.history]
+
+
 @pytest.mark.parametrize("overlap", [True, False])
 def test_a_run_stopped_by_the_duality_gap_stays_stopped_when_run_again(data, tmp_path,
                                                                        overlap):

@@ -210,6 +210,7 @@ class Run:
             objective.passes += meta["passes"]
             self.start -= meta["seconds"]
             self.resumed = meta["solver"]
+            self._scalars = dict(self.resumed)  # what the next save keeps if no step is taken
         else:
             self.state, grad0_norm = start_state(objective, w0)
             self.threshold = stopping_threshold(objective, grad0_norm, tol, abs_tol,
