@@ -448,3 +448,22 @@ def test_overflowing_hessian_products_stop_the_run(solver, options):
         model = train_stream(X, np.array([1, -1, 1]), solver=solver, lam=1e-3, max_iter=5,
                              progress=False, **options)
     assert model.params["message"].startswith("a Hessian product is not finite")
+
+
+@pytest.mark.parametrize("solver", ["tron", "newton"])
+def test_a_direction_without_curvature_is_followed(solver):
+    """With no feature but the intercept, psi_G is flat at w = 0 (every psi'' is 0) and
+    the intercept is not regularised: CG's first direction has no curvature. TRON divided
+    by it (ZeroDivisionError); Newton stopped where it began, f = 1 (found by a probe).
+    Both follow it now (TRON to the region's boundary, Newton by its line search) to the
+    optimum L-BFGS finds."""
+    from streamssvm import train_stream
+
+    X = sp.csr_matrix((300, 5))
+    y = np.where(np.arange(300) < 200, 1.0, -1.0)
+    options = dict(loss="psi_g", sigma=2.0 ** -4, fit_intercept=True, progress=False)
+    reference = train_stream(X, y, solver="lbfgs", tol=1e-10, **options)
+    model = train_stream(X, y, solver=solver, tol=1e-10, **options)
+    assert model.params["converged"]
+    assert model.params["objective"] == pytest.approx(reference.params["objective"], rel=1e-12)
+    assert model.params["objective"] < 0.7  # f(0) = 1

@@ -43,7 +43,9 @@ def _newton_cg(objective, state, precond, eps_cg, cg):
         if not np.isfinite(dhd):
             return None, steps
         if dhd <= 1e-16 * cg.ztr:  # d (nearly) where H is 0: an unregularised intercept's
-            break                  # direction when no row is curved (relative: small lambda)
+            # direction when no row is curved (relative: small lambda); with no step yet, d
+            # itself, for the line search to scale (s = 0 stopped the run where it began)
+            return (cg.d if steps == 1 else cg.s), steps
         cg.move(cg.ztr / dhd, hd)
         q = -0.5 * (cg.sr - cg.sg)
         q_diff = q - q_prev

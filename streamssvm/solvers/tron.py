@@ -118,6 +118,10 @@ def _trust_region_cg(objective, state, precond, delta, forcing, cg, path=None):
         steps += 1
         d = cg.d
         hd, dhd = objective.hessp_quad(state, d)
+        if dhd <= 0.0:  # no curvature along d (an unregularised intercept's, no row curved):
+            # the model falls along d to the boundary (Steihaug; a division by 0 before)
+            cg.move(_to_boundary(cg.m_dot(s, d), cg.sms, cg.m_dot(d, d), delta), hd)
+            return s, float(s @ cg.r), steps, True
         alpha = cg.ztr / dhd
         start_sr = cg.sr
         cg.move(alpha, hd)
