@@ -176,7 +176,10 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
                                loss=objective.loss.spec, lam=lam,
                                solver=solver, tol=tol, abs_tol=abs_tol,
                                liblinear_tol=liblinear_tol, fit_intercept=fit_intercept,
-                               intercept_scaling=intercept_scaling, options=solver_options,
+                               intercept_scaling=intercept_scaling,
+                               # a budget, as max_iter is: a run stopped by it goes on
+                               options={k: v for k, v in solver_options.items()
+                                        if k != "max_seconds"},
                                weights=None if objective.sample_weight is None
                                else digest([objective.sample_weight]))
                 solver_options = dict(solver_options, checkpoint=Checkpoint(

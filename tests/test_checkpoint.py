@@ -72,6 +72,21 @@ def test_a_stopped_run_called_again_keeps_its_solver_state(data, tmp_path, solve
     assert [h["f"] for h in resumed.history] == [h["f"] for h in straight.history]
 
 
+@pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")
+@pytest.mark.parametrize("solver", ["tron", "newton"])
+def test_a_run_stopped_by_max_seconds_goes_on_with_a_larger_budget(data, tmp_path, solver):
+    """max_seconds was part of the checkpoint's training: a run it stopped could be
+    resumed only with the same budget, already spent (found by a probe). Like max_iter it
+    is a budget now, and the resumed run ends at the uninterrupted model."""
+    straight = _train(data, solver, {}, 6)
+    path = tmp_path / "run.ckpt"
+    first = _train(data, solver, dict(max_seconds=1e-9), 6, checkpoint=path,
+                   checkpoint_every=0)
+    assert first.params["message"] == "max_seconds reached" and path.exists()
+    resumed = _train(data, solver, {}, 6, checkpoint=path, checkpoint_every=0)
+    assert np.array_equal(resumed.coef_, straight.coef_)
+
+
 @pytest.mark.parametrize("overlap", [True, False])
 def test_a_run_stopped_by_the_duality_gap_stays_stopped_when_run_again(data, tmp_path,
                                                                        overlap):
