@@ -581,7 +581,8 @@ TALL, WIDE = (1000, 50), (1000, 20_000)
     ("squared_hinge", False, TALL, "newton"), ("squared_hinge", False, WIDE, "sdca"),
     ("logistic", False, TALL, "newton"), ("hinge", False, TALL, "sdca"),
     ("psi_g:sigma=0.015625", True, WIDE, "newton"), ("hinge", True, TALL, "sgd"),
-    ("kh_hinge", False, WIDE, "tron")])
+    ("kh_hinge", False, WIDE, "tron"),
+    ("exponential", False, WIDE, "newton")])  # psi'' unbounded: it chose SDCA on any data
 def test_auto_chooses_by_loss_shape_and_intercept(loss, fit_intercept, shape, expected):
     assert choose_solver(get_loss(loss), *shape, fit_intercept) == expected
 
