@@ -293,6 +293,20 @@ class SmoothSVMObjective:
                                                   self._curved_out)
         return self._curved
 
+    @property
+    def products_at(self):
+        """Hessian products taken at the last state, which decide when the next state's
+        copy of the curved columns is made (:meth:`_curved_columns`): a checkpoint keeps
+        it, so that a run resumed at a new state takes its products from the same columns
+        as the uninterrupted one, to the bit (a copy sums its columns in other parts than
+        the transpose, and CG grows the difference). Resumed after a rejected TRON step,
+        at the state of those products, the copy comes later than it did."""
+        return self._products_at
+
+    @products_at.setter
+    def products_at(self, count):
+        self._curved_of, self._products_at = None, int(count)
+
     def _copy_room(self, columns):
         """Whether there are arrays for :meth:`_curved_columns`' copies: made the first
         time a quarter of the memory the process may still use holds them whole (by then

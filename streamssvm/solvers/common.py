@@ -205,6 +205,7 @@ class Run:
         if saved is not None:
             meta, arrays = saved
             self.state = objective.evaluate(arrays["w"])
+            objective.products_at = meta.get("products_at", 0)
             self.threshold = meta["threshold"]
             self.iteration, self.history = meta["iteration"], meta["history"]
             objective.passes += meta["passes"]
@@ -227,7 +228,8 @@ class Run:
         if self.checkpoint is not None:
             self.checkpoint.save(dict(iteration=self.iteration, history=self.history,
                                       passes=self.objective.passes, threshold=self.threshold,
-                                      seconds=time.perf_counter() - self.start, solver=scalars),
+                                      seconds=time.perf_counter() - self.start, solver=scalars,
+                                      products_at=self.objective.products_at),
                                  {"w": self.state.w}, force=force)
 
     @property
