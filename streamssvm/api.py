@@ -137,14 +137,15 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     # on the cores the kernels' threads need: news20, Newton, squared hinge, 2 cores,
     # 4.4 s with them and 2.1 s without
     with threadpool_limits(1, user_api="blas"), open_source(data, y, client) as source:
-        if solver == "auto":
+        chosen = solver == "auto"
+        if chosen:
             solver = choose_solver(get_loss(loss, sigma), source.n_samples, source.n_features,
                                    fit_intercept, sample_weight is not None, client is not None)
-            solver_options = _options_for(solver, solver_options)
         try:
             solve = SOLVERS[solver]
         except KeyError:
             raise ValueError(f"unknown solver {solver!r}; known: {', '.join(SOLVERS)}") from None
+        solver_options = _options_for(solver, solver_options, chosen)
         make_objective = SmoothSVMObjective
         if client is not None:
             if solver in STOCHASTIC:
@@ -210,11 +211,17 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     return Model(np.array(coef), intercept, classes, params, history)
 
 
-def _options_for(solver, options):
-    """``options`` that ``solver`` takes; a name that no solver takes is an error."""
+def _options_for(solver, options, chosen):
+    """``options`` that ``solver`` takes. A name that no solver takes is an error; so is one
+    that this solver does not take, unless "auto" ``chosen`` it (the others' are left out)."""
     taken = {name for solve in SOLVERS.values() for name in inspect.signature(solve).parameters}
     unknown = sorted(set(options) - taken)
     if unknown:
-        raise TypeError(f"no solver takes the option(s) {', '.join(unknown)}")
+        hint = (" (class weights: sample_weight, or train_one_vs_rest's class_weight)"
+                if "class_weight" in unknown else "")
+        raise TypeError(f"no solver takes the option(s) {', '.join(unknown)}{hint}")
     accepted = inspect.signature(SOLVERS[solver]).parameters
+    others = sorted(set(options) - set(accepted))
+    if others and not chosen:
+        raise TypeError(f"solver {solver!r} takes no option(s) {', '.join(others)}")
     return {k: v for k, v in options.items() if k in accepted}

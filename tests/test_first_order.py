@@ -560,6 +560,16 @@ def test_auto_passes_on_the_options_its_choice_takes(data):
         streamssvm.train_stream(*data, solver="auto", gap_toll=1e-3, progress=False)
 
 
+def test_a_named_solver_refuses_the_options_it_does_not_take(data):
+    """An explicit solver's options are checked before the data is read: one no solver
+    takes (class_weight, which train_stream leaves to sample_weight) said only "tron() got
+    an unexpected keyword argument" (found by a probe), and another solver's is named."""
+    with pytest.raises(TypeError, match="no solver takes.*class_weight.*sample_weight"):
+        streamssvm.train_stream(*data, solver="tron", class_weight="balanced", progress=False)
+    with pytest.raises(TypeError, match="solver 'tron' takes no option.*gap_tol"):
+        streamssvm.train_stream(*data, solver="tron", gap_tol=1e-3, progress=False)
+
+
 @pytest.mark.parametrize("solver", ["tron", "newton", "lbfgs", "gd", "agd", "sgd", "sdca"])
 def test_every_solver_stops_on_time(data, solver):
     with pytest.warns(ConvergenceWarning, match="max_seconds reached"):
