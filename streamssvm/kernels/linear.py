@@ -134,6 +134,14 @@ def is_zero(v):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _row_terms(indptr, indices, data, y, i, w, bias, code, sigma, theta, params,
+               curvature_floor, weights, zero):
+    """:func:`_terms` of row i at w (at w = 0, ``zero``, without reading the row)."""
+    return _terms(0.0 if zero else _dot(indptr, indices, data, i, w, bias), y, i, code, sigma,
+                  theta, params, curvature_floor, weights)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _terms(xw, y, i, code, sigma, theta, params, curvature_floor, weights):
     """Row i's margin y_i ``xw`` (``xw`` = x_i.w, intercept included), c_i psi, c_i psi' y_i
     (its coefficient in the gradient) and c_i psi'' (0 below ``curvature_floor``)."""
@@ -152,9 +160,9 @@ def _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta, param
                     curvature_floor, lo, hi, margins, curvature, out, weights, zero):
     total = 0.0
     for i in range(lo, hi):
-        margins[i], value, coef, curvature[i] = _terms(
-            0.0 if zero else _dot(indptr, indices, data, i, w, bias), y, i, code, sigma, theta,
-            params, curvature_floor, weights)
+        margins[i], value, coef, curvature[i] = _row_terms(
+            indptr, indices, data, y, i, w, bias, code, sigma, theta, params, curvature_floor,
+            weights, zero)
         total += value
         if coef != 0.0:
             _axpy_row(indptr, indices, data, i, coef, bias, out)
@@ -518,9 +526,9 @@ def _loss_rows(indptr, indices, data, y, w, bias, code, sigma, theta, params, cu
                lo, hi, margins, curvature, coef, weights, zero):
     total = 0.0
     for i in range(lo, hi):
-        margins[i], value, coef[i], curvature[i] = _terms(
-            0.0 if zero else _dot(indptr, indices, data, i, w, bias), y, i, code, sigma, theta,
-            params, curvature_floor, weights)
+        margins[i], value, coef[i], curvature[i] = _row_terms(
+            indptr, indices, data, y, i, w, bias, code, sigma, theta, params, curvature_floor,
+            weights, zero)
         total += value
     return total
 
