@@ -289,7 +289,16 @@ def _checkpoint_options(args):
 
 
 def _solver_options(args):
-    """The command line's options of the chosen solver."""
+    """The command line's options of the chosen solver; with auto, the seed and the options
+    given, which train_stream passes to the solver it picks if that one takes them (a
+    default such as --preconditioner's off is not given: Newton's is on)."""
+    if args.solver == "auto":
+        given = dict(seed=args.seed, preconditioner=args.preconditioner or None,
+                     backtrack=args.backtrack or None,
+                     forcing=None if args.forcing == "constant" else args.forcing,
+                     average=args.average or None, delay=args.delay or None, eta0=args.step,
+                     learning_rate=None if args.learning_rate == "optimal" else args.learning_rate)
+        return {k: v for k, v in given.items() if v is not None}
     if args.solver == "tron":
         return dict(preconditioner=args.preconditioner, forcing=args.forcing,
                     backtrack=args.backtrack)

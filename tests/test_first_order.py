@@ -462,6 +462,28 @@ def test_cli_passes_sgd_its_delay(data, tmp_path, capsys):
     assert "delay must be an integer >= 0, got -1" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("loss, rows, given, expected", [
+    # wide (123 features, 10 rows): SDCA, with its seed
+    ("psi_g", 10, ["--seed", "3"], dict(solver="sdca", seed=3)),
+    # not convex: TRON, with the TRON options given
+    ("kh_hinge", 300, ["--backtrack", "--forcing", "quadratic", "--preconditioner"],
+     dict(solver="tron", backtrack=True, forcing="quadratic", preconditioner=True)),
+    # tall: Newton; TRON's default preconditioner (off) is not an option given, so Newton
+    # keeps its own (on)
+    ("squared_hinge", 1000, [], dict(solver="newton", preconditioner=None)),
+])
+def test_cli_passes_auto_the_options_given(data, tmp_path, loss, rows, given, expected):
+    from streamssvm.cli import main
+
+    X, y = data
+    store, model = tmp_path / "a9a.h5", tmp_path / "m.npz"
+    write_store(store, InMemorySource(X[:rows], y[:rows]))
+    assert main(["train", str(store), "-o", str(model), "--solver", "auto", "--loss", loss,
+                 "--max-iter", "3", "--lam", "1e-2", "--quiet", *given]) == 0
+    params = streamssvm.Model.load(model).params
+    assert {k: params.get(k) for k in expected} == expected
+
+
 def _visited(objective, seed, window_bytes=None):
     """The global rows of one shuffled pass, in order, and the number of windows."""
     pairs = list(objective.shuffled_blocks(np.random.default_rng(seed), window_bytes))
