@@ -17,7 +17,8 @@ from streamssvm.data import InMemorySource, Store, StoreError, write_store
 from streamssvm.kernels import stochastic as sk
 from streamssvm.losses import LOSS_NAMES, get_loss
 from streamssvm.objective import SmoothSVMObjective, smooth_svm
-from streamssvm.solvers import HESSIAN_PRODUCTS, SOLVERS, ConvergenceWarning, choose_solver, sdca
+from streamssvm.solvers import (HESSIAN_PRODUCTS, SOLVERS, STOCHASTIC, ConvergenceWarning,
+                               choose_solver, sdca)
 from streamssvm.solvers.sdca import dual_objective
 from streamssvm.solvers.stochastic import per_sample_array
 
@@ -482,6 +483,19 @@ def test_cli_passes_auto_the_options_given(data, tmp_path, loss, rows, given, ex
                  "--max-iter", "3", "--lam", "1e-2", "--quiet", *given]) == 0
     params = streamssvm.Model.load(model).params
     assert {k: params.get(k) for k in expected} == expected
+
+
+@pytest.mark.parametrize("name", sorted(set(SOLVERS) - set(STOCHASTIC)))
+@pytest.mark.parametrize("stop", [dict(tol=1e-2), dict(tol=1e-12, max_iter=4)])
+def test_the_last_history_entry_counts_every_pass(data, name, stop):
+    """A full-gradient run's passes are its last entry's: converged or out of iterations,
+    it reads the data no more (AGD evaluated an extrapolation it would not use). (An
+    epoch solver may: SDCA's overlapped sweep beyond the stopping epoch, an evaluation of
+    a last epoch that had none.)"""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        result = SOLVERS[name](SmoothSVMObjective(_source(data), "psi_g", 1e-3), **stop)
+    assert result.history[-1]["passes"] == result.passes
 
 
 def _visited(objective, seed, window_bytes=None):

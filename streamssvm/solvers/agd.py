@@ -8,7 +8,7 @@ can grow back); the momentum restarts (t = 1, y = x) when grad L(y_k).(x_{k+1} -
 (O'Donoghue & Candes' gradient restart). L(x_k) may increase between iterations; the
 history records the x_k. Order of oracle calls per iteration: ``objective.evaluate`` at
 x_{k+1} (one pass, plus one after a backtrack, whose trial steps use the margins) and at
-y_{k+1} (one pass; none after a restart).
+y_{k+1} (one pass; none after a restart or the last iteration).
 
 References
 ----------
@@ -47,6 +47,8 @@ def agd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
         restart = float(y.grad @ move) > 0.0
         run.accept(x_new)
         run.record(0, True, step=eta, restart=restart)
+        if not run.going():  # no extrapolation to evaluate for an iteration not taken
+            break
         if restart:
             y, t = x_new, 1.0
         else:
