@@ -91,7 +91,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
         Warm start.
     sigma_path : sequence of float
         Continuation for a small sigma: solve at each of these widths first (to the same
-        tolerance), each warm-started from the last, then at ``sigma``. For psi_G at
+        tolerance and ``max_iter``), each warm-started from the last, then at ``sigma``;
+        ``loss`` is then a name without its sigma (``"psi_g"``). For psi_G at
         sigma = 2^-6 on news20 from a store, (2^-2, 2^-4) took 57 passes instead of 88 and
         stopped twice as close to the optimal objective, in about the same time.
     n_threads : int, optional
@@ -133,6 +134,11 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     """
     if not isinstance(sigma_path, (list, tuple, np.ndarray)):
         raise ValueError(f"sigma_path must be a sequence of widths, got {sigma_path!r}")
+    for width in sigma_path:  # each stage's loss, before the data is read
+        try:
+            get_loss(loss, width)
+        except ValueError as e:
+            raise ValueError(f"sigma_path {list(sigma_path)}: {e}") from None
     # BLAS serves only the solvers' vector operations here, and OpenBLAS's threads spin
     # on the cores the kernels' threads need: news20, Newton, squared hinge, 2 cores,
     # 4.4 s with them and 2.1 s without

@@ -244,6 +244,11 @@ def test_labels_of_any_real_type_are_read():
     (dict(solver="sgd", seed=-1), "seed must be None or a non-negative integer, got -1"),
     (dict(solver="newton", hessian_sample=0.5, seed=1.5), "seed must be None or a non-neg"),
     (dict(sigma_path=0.5), "sigma_path must be a sequence of widths, got 0.5"),
+    # each stage's loss: said the sigma was "given", which the caller had not
+    (dict(sigma_path=[0.5], loss="psi_g:sigma=0.1"),
+     r"sigma_path \[0.5\]: loss 'psi_g:sigma=0.1': sigma=0.1 in the name but sigma=0.5"),
+    (dict(sigma_path=[0.5], loss="logistic"), r"sigma_path \[0.5\]: loss 'logistic' takes no sigma"),
+    (dict(sigma_path=[0.5, -1]), r"sigma_path \[0.5, -1\]: sigma must be a positive finite"),
 ])
 def test_training_parameters_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
