@@ -62,7 +62,10 @@ COPY_AT = 5
 
 @dataclass
 class PointState:
-    """L, its gradient and the curvature D at a point ``w`` (see module docstring)."""
+    """L, its gradient and the curvature D at a point ``w`` (see module docstring). ``w``
+    is the caller's array when it was float64 and contiguous (no copy, as every solver
+    makes a new array for a new point): changed in place afterwards, it changes the
+    state."""
 
     w: np.ndarray
     f: float
