@@ -225,11 +225,16 @@ class EpochRun:
         self.rng.bit_generator.state = at.rng
 
     def result(self, w):
-        """The SolverResult at ``w`` (evaluated if the last epoch was not)."""
+        """The SolverResult at ``w`` (evaluated if the last epoch was not: its history
+        entry then gets f, the gradient's norm and that pass)."""
         self.started()
         self.bar.close()
         if self.state is None or not np.array_equal(self.state.w, w):
             self.state = self.objective.evaluate(w)
+            last = self.history[-1]
+            if "f" not in last and last["iteration"] == self.epoch:
+                last.update(f=self.state.f, grad_norm=self.state.grad_norm,
+                            passes=self.objective.passes)
         if not np.isfinite(self.state.f):
             raise FloatingPointError(
                 f"{self.name} diverged: the objective is not finite after epoch {self.epoch} "
