@@ -34,9 +34,9 @@ def data():
 def _train(data, solver, options, max_iter, **kwargs):
     X, y = data
     loss = "smoothed_hinge" if solver == "sdca" else "psi_g"
-    return streamssvm.train_stream(X, y, loss=loss, lam=1e-3, solver=solver, tol=1e-9,
-                                   max_iter=max_iter, progress=False, n_threads=1,
-                                   **options, **kwargs)
+    return streamssvm.train_stream(X, y, loss=loss, lam=1e-3, solver=solver, max_iter=max_iter,
+                                   progress=False, n_threads=1, **{"tol": 1e-9, **options},
+                                   **kwargs)
 
 
 @pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")
@@ -85,6 +85,24 @@ def test_a_run_stopped_by_max_seconds_goes_on_with_a_larger_budget(data, tmp_pat
     assert first.params["message"] == "max_seconds reached" and path.exists()
     resumed = _train(data, solver, {}, 6, checkpoint=path, checkpoint_every=0)
     assert np.array_equal(resumed.coef_, straight.coef_)
+
+
+@pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")
+@pytest.mark.parametrize("solver", ["sgd", "svrg", "saga", "sdca"])
+def test_an_epoch_run_stopped_by_max_seconds_checkpoints_its_last_epoch(data, tmp_path,
+                                                                       solver):
+    """SGD, SVRG and SAGA stopped by max_seconds wrote no checkpoint unless
+    checkpoint_every was due: the next run started over (found by a probe)."""
+    path = tmp_path / "run.ckpt"
+    never = dict(tol=0.0)  # converged only at the optimum, within 0.2 s
+    first = _train(data, solver, dict(never, max_seconds=0.2), 10 ** 6, checkpoint=path,
+                   checkpoint_every=600)
+    epochs = first.params["n_iter"]
+    assert first.params["message"] == "max_seconds reached" and path.exists()
+    resumed = _train(data, solver, never, epochs + 2, checkpoint=path, checkpoint_every=600)
+    straight = _train(data, solver, never, epochs + 2)
+    assert np.array_equal(resumed.coef_, straight.coef_)
+    assert resumed.history[epochs - 1]["seconds"] == first.history[epochs - 1]["seconds"]
 
 
 @pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")

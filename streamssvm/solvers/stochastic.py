@@ -91,6 +91,7 @@ class EpochRun:
         self.start = time.perf_counter()
         self.message = "max_iter reached"
         self.finished = False
+        self._timed = (None, False)  # (epoch, whether max_seconds had passed at its end)
         self.checkpoint, self.resumed, self._start = checkpoint, None, None
         saved = checkpoint.load() if checkpoint is not None else None
         if saved is not None:  # the state at the end of an epoch, as it was
@@ -152,8 +153,13 @@ class EpochRun:
                                  dict(arrays, w=w), force=not self.next_due())
 
     def next_due(self):
-        """Another epoch will run (as far as epochs and convergence tell)."""
-        return not self.converged and self.epoch < self.max_iter
+        """Another epoch will run (as far as epochs, convergence and time tell). The time is
+        read once an epoch, so that an epoch's checkpoint and :meth:`next_epoch` agree: the
+        last epoch's is written whatever ``checkpoint_every`` says."""
+        if self._timed[0] != self.epoch:
+            self._timed = (self.epoch, self.max_seconds is not None
+                           and time.perf_counter() - self.start >= self.max_seconds)
+        return not (self.converged or self.epoch >= self.max_iter or self._timed[1])
 
     @property
     def converged(self):
@@ -177,10 +183,9 @@ class EpochRun:
             return False
         if self.state is not None and not np.isfinite(self.state.f):
             return False  # diverged: :meth:`result` says so
-        if self.epoch >= self.max_iter:
-            return False
-        if self.max_seconds is not None and time.perf_counter() - self.start >= self.max_seconds:
-            self.message = "max_seconds reached"
+        if not self.next_due():
+            if self.epoch < self.max_iter:
+                self.message = "max_seconds reached"
             return False
         self.epoch += 1
         return True
