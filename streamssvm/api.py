@@ -188,7 +188,9 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
                                options={k: v for k, v in solver_options.items()
                                         if k != "max_seconds"},
                                weights=None if objective.sample_weight is None
-                               else digest([objective.sample_weight]))
+                               else digest([objective.sample_weight]),
+                               w0=None if w0 is None
+                               else digest([np.asarray(w0, dtype=np.float64)]))
                 solver_options = dict(solver_options, checkpoint=Checkpoint(
                     checkpoint, checkpoint_every, problem))
             result = solve(objective, w0=w0, tol=tol, abs_tol=abs_tol,

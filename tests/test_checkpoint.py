@@ -87,6 +87,17 @@ def test_a_run_stopped_by_max_seconds_goes_on_with_a_larger_budget(data, tmp_pat
     assert np.array_equal(resumed.coef_, straight.coef_)
 
 
+@pytest.mark.parametrize("solver", ["tron", "sgd"])
+def test_a_checkpoint_of_another_start_is_refused(data, tmp_path, solver):
+    """w0 was not part of the checkpoint's training: a run from another start resumed
+    the checkpoint's and ignored its w0 (found by a probe)."""
+    path = tmp_path / "run.ckpt"
+    with pytest.warns(streamssvm.ConvergenceWarning):
+        _train(data, solver, {}, 2, checkpoint=path, checkpoint_every=0)
+    with pytest.raises(ValueError, match="checkpoint of another training .differs in w0"):
+        _train(data, solver, {}, 4, w0=np.full(data[0].shape[1], 0.5), checkpoint=path)
+
+
 @pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")
 @pytest.mark.parametrize("solver", ["sgd", "svrg", "saga", "sdca"])
 def test_an_epoch_run_stopped_by_max_seconds_checkpoints_its_last_epoch(data, tmp_path,
