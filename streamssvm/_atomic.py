@@ -15,11 +15,11 @@ def check_output(path, overwrite=False):
     directory, or one in a directory that does not exist (an OSError naming ``path``).
     Returns the directory that will hold it."""
     path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file to write", path)
     if os.path.exists(path) and not overwrite:
         raise FileExistsError(errno.EEXIST, "output exists (pass overwrite=True / --overwrite "
                                             "to replace it)", path)
-    if os.path.isdir(path):
-        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file to write", path)
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise FileNotFoundError(errno.ENOENT, f"no directory {directory} to write it in", path)

@@ -223,6 +223,7 @@ def test_output_errors_name_the_output_before_any_work(tmp_path, inputs, capsys)
     assert not checkpoint.exists()  # refused before training, which writes it at once
     out = tmp_path / "out"
     for argv in (["train", str(store), "-o", str(out), "--overwrite"],
+                 ["train", str(store), "-o", str(out)],  # said "output exists"
                  ["predict", str(model), str(store), "-o", str(out), "--overwrite"]):
         assert main(argv) == 1
         assert capsys.readouterr().err == (f"streamssvm: error: {out}: is a directory, not a "
@@ -231,6 +232,19 @@ def test_output_errors_name_the_output_before_any_work(tmp_path, inputs, capsys)
         Model(np.ones(3), 0.0, (-1.0, 1.0)).save(missing)
     assert info.value.filename == str(missing)
     assert sorted(os.listdir(tmp_path)) == ["model.npz", "out", "train.h5", "train.svm"]
+
+
+@pytest.mark.parametrize("where, error", [("missing/run.ckpt", FileNotFoundError),
+                                          (".", IsADirectoryError)])
+def test_a_checkpoint_that_cannot_be_written_is_refused_before_the_run(tmp_path, where, error):
+    """A checkpoint's folder was found missing at its first write: with checkpoint_every's
+    default, after the whole run, whose model was then lost (found by a probe)."""
+    from streamssvm.solvers.checkpoint import Checkpoint
+
+    path = tmp_path / where
+    with pytest.raises(error) as info:
+        Checkpoint(path)
+    assert info.value.filename == str(path)
 
 
 def test_an_output_name_at_the_length_limit_is_written(tmp_path, inputs):

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from .._atomic import atomic_output
+from .._atomic import atomic_output, check_output
 from .._json import json_default
 
 CHECKPOINT_FORMAT = "streamssvm.checkpoint"
@@ -40,6 +40,7 @@ class Checkpoint:
     def __init__(self, path, every=60.0, problem=None):
         if not every >= 0:
             raise ValueError(f"checkpoint every must be >= 0 seconds, got {every}")
+        check_output(path, overwrite=True)  # a directory, or none to write in: before the run
         self.path, self.every = os.fspath(path), float(every)
         self.problem = json.loads(json.dumps(problem or {}, default=json_default))
         self._last = time.monotonic()
