@@ -279,12 +279,6 @@ def _checkpoint_options(args):
     if exists and not args.resume:
         raise FileExistsError(errno.EEXIST, "checkpoint exists (pass --resume to continue "
                               "it, or remove it)", args.checkpoint)
-    from .api import open_source
-
-    with open_source(args.store) as source:  # one store path or several
-        if source.multiclass:
-            raise ValueError(f"{source.name}: checkpoints are for binary stores (one-vs-rest "
-                             f"trains one problem per class)")
     return dict(checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every)
 
 

@@ -81,7 +81,8 @@ def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0
     w0 : array of shape (n_variables,), or (n_classes, n_variables) for k > 2, optional
         Warm start.
     **train_options
-        Passed to ``train_stream`` for every problem (loss, sigma, lam, solver, tol ...).
+        Passed to ``train_stream`` for every problem (loss, sigma, lam, solver, tol ...);
+        ``checkpoint`` only with two classes.
 
     Returns
     -------
@@ -100,6 +101,9 @@ def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0
             if weights is not None:
                 sample_weight = base * weights[(labels > 0).astype(np.intp)]
             return train_stream(source, sample_weight=sample_weight, w0=w0, **train_options)
+        if train_options.get("checkpoint") is not None:  # each problem would refuse the last's
+            raise ValueError(f"{source.name}: checkpoints are for two classes (one-vs-rest "
+                             f"trains one problem per class)")
         k = len(source.classes)
         if w0 is not None and np.shape(w0)[0] != k:
             raise ValueError(f"w0 has shape {np.shape(w0)}, expected ({k}, n_variables)")

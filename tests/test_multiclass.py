@@ -315,3 +315,20 @@ def test_cli_multiclass_convert_info_train_predict(tmp_path, text, capsys, sklea
     assert main(["train", str(store), "-o", str(model), "--overwrite",
                  "--class-weight", "3:2,9:1"]) == 1
     assert "class_weight names labels [9.0]" in capsys.readouterr().err
+
+
+def test_one_vs_rest_refuses_a_checkpoint_before_training(tmp_path, rng):
+    """Class 0 trained and wrote the checkpoint, then class 1 refused it as another
+    training's: the work was lost and the file left (found by a probe). The command line
+    said so before training; the function now does."""
+    X = rng.standard_normal((60, 4))
+    y = np.argmax(X[:, :3], axis=1)
+    path = tmp_path / "run.ckpt"
+    with pytest.raises(ValueError, match="checkpoints are for two classes"):
+        train_one_vs_rest(X, y, checkpoint=path, progress=False)
+    assert not path.exists()
+    store, model = tmp_path / "mc.h5", tmp_path / "m.npz"
+    write_store(store, InMemorySource(X, y))
+    assert main(["train", str(store), "-o", str(model), "--checkpoint", str(path),
+                 "--quiet"]) == 1
+    assert not path.exists() and not model.exists()
