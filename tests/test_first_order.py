@@ -825,8 +825,19 @@ def test_sgd_schedules_refuse_what_would_divide_by_zero_or_diverge():
             streamssvm.train_stream(X, y, solver="sgd", learning_rate="invscaling",
                                     power_t=power_t, progress=False)
     with pytest.raises(FloatingPointError, match="svrg diverged.*lower the step size"):
-        streamssvm.train_stream(X, y, loss="logistic", solver="svrg", step=1e6, lam=1e-3,
+        streamssvm.train_stream(X, y, loss="exponential", solver="svrg", step=10.0, lam=1e-3,
                                 max_iter=5, progress=False)
+
+
+@pytest.mark.parametrize("solver", ["saga", "svrg"])
+@pytest.mark.parametrize("times", [1.0, 2.0])
+def test_a_step_of_one_over_lambda_or_more_is_refused(solver, times):
+    """At step = 1 / lam the L2 term's shrink of w's scale is 0, and the kernels divided
+    by it: a bare ZeroDivisionError (found by a probe). Such steps are beyond 1 / L_max."""
+    X, y = _small_problem()
+    with pytest.raises(ValueError, match=r"step must be a positive number below 1 / lam = 2,"):
+        streamssvm.train_stream(X, y, loss="logistic", solver=solver, step=times * 2.0,
+                                lam=0.5, progress=False)
 
 
 def test_sdca_divergence_names_the_data_and_lambda_not_a_step_size():

@@ -35,8 +35,11 @@ def step_size(objective, step, factor):
             raise ValueError("the rows' squared norms are not finite: the feature values are "
                              "too large for the loss; scale them")
         return 1.0 / (factor * smoothness)
-    if not (np.isfinite(step) and step > 0):
-        raise ValueError(f"step must be a positive number, got {step}")
+    # the L2 term's shrink 1 - step lam is a factor of w's scale: 0 would divide by zero
+    # (and 1 / lam is beyond 1 / L_max, where the steps converge, as L_max >= lam)
+    if not (np.isfinite(step) and 0 < step * objective.lam < 1):
+        raise ValueError(f"step must be a positive number below 1 / lam = "
+                         f"{1 / objective.lam:.6g}, got {step}")
     return float(step)
 
 
