@@ -17,7 +17,7 @@ from .data import InMemorySource
 from .model import READ_ERRORS, Model, read_meta
 from .objective.smooth_svm import SmoothSVMObjective, check_threads
 from .solvers.common import check_seed
-from .solvers.sgd import SGDState, Schedule, check_delay, sgd_epoch
+from .solvers.sgd import SGDState, Schedule, check_delay, check_schedule, sgd_epoch
 
 STATE_FORMAT = "streamssvm.online-state"
 
@@ -68,6 +68,8 @@ class OnlineTrainer:
             project=project, fit_intercept=bool(fit_intercept),
             intercept_scaling=float(intercept_scaling), delay=int(delay),
             seed=check_seed(seed))
+        o = self.options  # refused now, not at the first partial_fit
+        check_schedule(o["learning_rate"], o["eta0"], o["power_t"], o["fit_intercept"])
         self.n_threads = check_threads(n_threads)
         self.rng = np.random.default_rng(seed)
         self.sgd_state = None
@@ -98,29 +100,40 @@ class OnlineTrainer:
             y = None
         with open_source(data, y) as source:
             objective = self._objective(source)
-            if self.sgd_state is None:
-                self.classes = tuple(source.classes)
-                self.sgd_state = SGDState(source.n_features, self.options["fit_intercept"],
-                                          self.options["average"], self.options["delay"])
-            elif source.n_features != self.sgd_state.n_features:
+            if self.sgd_state is not None and source.n_features != self.sgd_state.n_features:
                 raise ValueError(f"{source.name} has {source.n_features} features, the trainer "
                                  f"{self.sgd_state.n_features}")
-            elif tuple(source.classes) != self.classes:
+            if self.sgd_state is not None and tuple(source.classes) != self.classes:
                 raise ValueError(f"{source.name} has classes {tuple(source.classes)}, the "
                                  f"trainer {self.classes}")
             o = self.options
             schedule = Schedule(objective, o["learning_rate"], o["eta0"], o["power_t"],
                                 o["project"])
-            for _ in range(epochs):
+            if self.sgd_state is None:
+                self.classes = tuple(source.classes)
+                self.sgd_state = SGDState(source.n_features, o["fit_intercept"], o["average"],
+                                          o["delay"])
+            for epoch in range(1, epochs + 1):
                 sgd_epoch(objective, self.sgd_state, schedule, self.rng)
+                if not self._finite():
+                    raise FloatingPointError(
+                        f"{o['solver']} diverged: the weights are not finite after epoch "
+                        f"{epoch} of this call (a step too large for the data: lower the step "
+                        f"size or its schedule's start); the trainer cannot go on")
             self.epochs += epochs
             self.rows_seen += epochs * source.n_samples
         return self
+
+    def _finite(self):
+        st = self.sgd_state
+        return all(np.all(np.isfinite(a)) for a in (st.v, st.avg_u, st.state))
 
     def model(self):
         """The current :class:`~streamssvm.model.Model` (the averaged weights when averaging)."""
         if self.sgd_state is None:
             raise ValueError("partial_fit has not been called yet")
+        if not self._finite():
+            raise ValueError("the trainer's state holds NaN or infinite values (it diverged)")
         w = self.sgd_state.weights()
         fit_intercept = self.options["fit_intercept"]
         coef = w[:-1] if fit_intercept else w
@@ -133,6 +146,9 @@ class OnlineTrainer:
         """Write the whole state (resumable with :meth:`load`) atomically to ``path``."""
         if self.sgd_state is None:
             raise ValueError("partial_fit has not been called yet")
+        if not self._finite():  # load would refuse it: the file keeps the last good state
+            raise ValueError(f"{path}: not written: the trainer's state holds NaN or infinite "
+                             f"values (it diverged)")
         st = self.sgd_state
         meta = dict(format=STATE_FORMAT, options=self.options, classes=self.classes,
                     epochs=self.epochs, rows_seen=self.rows_seen,

@@ -423,6 +423,38 @@ def test_online_trainer_refuses_a_damaged_state(data, tmp_path, name, damage):
         streamssvm.OnlineTrainer.load(tmp_path / "bad.npz")
 
 
+def test_online_trainer_stops_at_divergence_and_keeps_the_saved_state(data, tmp_path):
+    """Divergence went on silently: save() overwrote the last good state with one that
+    load() refuses (found by a probe)."""
+    X, y = data
+    trainer = streamssvm.OnlineTrainer(loss="squared_hinge", lam=1e-3, learning_rate="constant",
+                                       eta0=0.5)
+    path = tmp_path / "state.npz"
+    trainer.partial_fit(X[:1], y[:1]).save(path)
+    saved = path.read_bytes()
+    with pytest.raises(FloatingPointError, match="sgd diverged: the weights are not finite"):
+        trainer.partial_fit(X, y, epochs=3)
+    with pytest.raises(ValueError, match="state.npz: not written: .* NaN or infinite"):
+        trainer.save(path)
+    with pytest.raises(ValueError, match="NaN or infinite values .it diverged"):
+        trainer.model()
+    assert path.read_bytes() == saved
+    assert streamssvm.OnlineTrainer.load(path).epochs == 1
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(solver="pegasos", fit_intercept=True), "Pegasos' rate"),
+    (dict(learning_rate="foo"), "unknown learning_rate 'foo'"),
+    (dict(learning_rate="constant", eta0=0.0), "eta0 must be positive for 'constant'"),
+])
+def test_online_trainer_refuses_a_schedule_when_made(options, message):
+    """These were refused by the first partial_fit, after it had set the trainer's state:
+    model() then gave an untrained model, save() a state that could not train (found by
+    a probe)."""
+    with pytest.raises(ValueError, match=message):
+        streamssvm.OnlineTrainer(**options)
+
+
 def test_online_trainer_takes_single_class_batches_and_checks_width(data):
     X, y = data
     trainer = streamssvm.OnlineTrainer(solver="pegasos", lam=LAM)

@@ -174,6 +174,25 @@ def optimal_t0(objective):
     return 1.0 / (eta1 * objective.lam)
 
 
+def check_schedule(learning_rate, eta0, power_t, fit_intercept):
+    """The kernels' code of ``learning_rate``, after the checks of :class:`Schedule` that
+    need no data."""
+    try:
+        code = SCHEDULES[learning_rate]
+    except KeyError:
+        raise ValueError(f"unknown learning_rate {learning_rate!r}; known: "
+                         f"{', '.join(SCHEDULES)}") from None
+    if learning_rate == "pegasos" and fit_intercept:
+        raise ValueError("Pegasos' rate 1 / (lam t) makes the first steps of an "
+                         "unregularised intercept huge (1 / lam); use solver 'sgd' (the "
+                         "optimal schedule) or fit_intercept=False")
+    if learning_rate in ("constant", "invscaling") and not (np.isfinite(eta0) and eta0 > 0):
+        raise ValueError(f"eta0 must be positive for {learning_rate!r}, got {eta0}")
+    if learning_rate == "invscaling" and not (np.isfinite(power_t) and power_t >= 0):
+        raise ValueError(f"power_t must be finite and >= 0, got {power_t}")
+    return code
+
+
 class Schedule:
     """The exogenous learning rate eta_t and Pegasos' projection radius.
 
@@ -187,19 +206,7 @@ class Schedule:
     """
 
     def __init__(self, objective, learning_rate="optimal", eta0=0.01, power_t=0.5, project=False):
-        try:
-            self.code = SCHEDULES[learning_rate]
-        except KeyError:
-            raise ValueError(f"unknown learning_rate {learning_rate!r}; known: "
-                             f"{', '.join(SCHEDULES)}") from None
-        if learning_rate == "pegasos" and objective.bias:
-            raise ValueError("Pegasos' rate 1 / (lam t) makes the first steps of an "
-                             "unregularised intercept huge (1 / lam); use solver 'sgd' (the "
-                             "optimal schedule) or fit_intercept=False")
-        if learning_rate in ("constant", "invscaling") and not (np.isfinite(eta0) and eta0 > 0):
-            raise ValueError(f"eta0 must be positive for {learning_rate!r}, got {eta0}")
-        if learning_rate == "invscaling" and not (np.isfinite(power_t) and power_t >= 0):
-            raise ValueError(f"power_t must be finite and >= 0, got {power_t}")
+        self.code = check_schedule(learning_rate, eta0, power_t, bool(objective.bias))
         self.eta0, self.power_t = float(eta0), float(power_t)
         self.t0 = optimal_t0(objective) if learning_rate == "optimal" else 0.0
         self.radius = 1.0 / math.sqrt(objective.lam) if project else 0.0
