@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from conftest import SHARED_FILES
+from conftest import SHARED_FILES, compress
 from streamssvm import Store, convert_svmlight
 from streamssvm.cli import main
 from streamssvm.data.convert import _stream
@@ -328,6 +328,32 @@ def test_corrupt_and_misnamed_compressed_input(tmp_path, write_text):
     with pytest.raises(SvmlightFormatError, match="does not start with the xz signature"):
         convert_svmlight(misnamed, tmp_path / "o.h5", progress=False)
     assert not (tmp_path / "o.h5").exists()
+
+
+@pytest.mark.parametrize("kind", ["gz", "bz2", "xz"])
+def test_damaged_later_stream_or_junk_after_the_last_is_an_error(tmp_path, kind):
+    """A file of several streams: BZ2File and LZMAFile took a next stream that fails to
+    start, or junk after the last, for trailing data and stopped quietly (rows lost)."""
+    text = [b"".join(b"%d %d:1\n" % (i % 2 * 2 - 1, i + 1) for i in range(k, k + 100))
+            for k in (0, 100, 200)]
+    streams = [bytearray(compress(part, kind)) for part in text]
+    src, dst = tmp_path / f"m.svm.{kind}", tmp_path / "m.h5"
+    src.write_bytes(b"".join(streams))
+    assert convert_svmlight(src, dst, progress=False)["n_samples"] == 300
+    os.unlink(dst)
+    streams[1][10] ^= 0x55
+    for data in (b"".join(streams), b"".join(streams[::2]) + b"junk"):
+        src.write_bytes(data)
+        with pytest.raises(SvmlightFormatError, match=f"{src}: cannot decompress"):
+            convert_svmlight(src, dst, progress=False)
+        assert not dst.exists()
+    if kind == "xz":  # stream padding: zero bytes, a multiple of 4
+        padded = bytes(streams[0]) + b"\0" * 4 + bytes(streams[2]) + b"\0" * 8
+        src.write_bytes(padded)
+        assert convert_svmlight(src, dst, progress=False)["n_samples"] == 200
+        src.write_bytes(padded[:-1])
+        with pytest.raises(SvmlightFormatError, match="padding of 7 zero bytes"):
+            convert_svmlight(src, dst, progress=False, overwrite=True)
 
 
 def test_missing_input(tmp_path):

@@ -22,6 +22,7 @@ from .svmlight import BlockParser, SvmlightFormatError, last_newline
 __all__ = ["convert_svmlight"]
 
 DEFAULT_CHUNK_BYTES = 8 << 20
+_READ_BYTES = 1 << 20  # compressed input read at a time
 
 _MAGIC = {"gzip": b"\x1f\x8b", "bz2": b"BZh", "xz": b"\xfd7zXZ\x00"}
 _EXTENSIONS = {".gz": "gzip", ".gzip": "gzip", ".bz2": "bz2", ".xz": "xz"}
@@ -90,15 +91,56 @@ class _CheckedDecompressor:
                                       f"after {self._raw.size} bytes read ({exc})") from exc
 
 
+class _Streams:
+    """The text of a file of bz2 or xz streams, one after another (xz's may be followed by
+    zero padding, a multiple of 4 bytes). BZ2File and LZMAFile stop quietly at a next
+    stream that fails to start (its rows lost) and take junk after the last stream for
+    trailing data; here both are errors, as with gzip."""
+
+    def __init__(self, raw, kind):
+        self._raw = raw
+        self._new = bz2.BZ2Decompressor if kind == "bz2" else lzma.LZMADecompressor
+        self._padding = kind == "xz"
+        self._decompressor = self._new()
+        self._zeros = 0  # padding read since the last stream ended
+
+    def read(self, size):
+        while True:
+            d = self._decompressor
+            if d is None or d.eof:  # a next stream or the end of the file
+                data = (d.unused_data if d is not None else b"") or self._raw.read(_READ_BYTES)
+                self._decompressor = None
+                if self._padding:
+                    stripped = data.lstrip(b"\0")
+                    self._zeros += len(data) - len(stripped)
+                    if data and not stripped:
+                        continue
+                    data = stripped
+                if self._zeros % 4:
+                    raise lzma.LZMAError(f"stream padding of {self._zeros} zero bytes, not "
+                                         f"a multiple of 4")
+                if not data:
+                    return b""
+                self._zeros = 0
+                d = self._decompressor = self._new()
+            elif d.needs_input:
+                data = self._raw.read(_READ_BYTES)
+                if not data:
+                    raise EOFError("Compressed file ended before the end-of-stream marker "
+                                   "was reached")
+            else:
+                data = b""  # output held back by max_length
+            out = d.decompress(data, size)
+            if out:
+                return out
+
+
 def _open_text(raw, kind):
     if kind is None:
         return raw
-    buffered = io.BufferedReader(raw, 1 << 20)
     if kind == "gzip":
-        return gzip.GzipFile(fileobj=buffered, mode="rb")
-    if kind == "bz2":
-        return bz2.BZ2File(buffered, "rb")
-    return lzma.LZMAFile(buffered, "rb")
+        return gzip.GzipFile(fileobj=io.BufferedReader(raw, _READ_BYTES), mode="rb")
+    return _Streams(raw, kind)
 
 
 def _shift_written_indices(writer):
