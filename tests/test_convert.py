@@ -450,18 +450,28 @@ def test_cli_errors(tmp_path, write_text, python, python_env, capsys):
     assert exit_info.value.code == 2 and "not allowed with" in capsys.readouterr().err
 
 
-def test_a_value_beyond_float32_is_refused_not_stored_as_inf(tmp_path, write_text):
+def test_a_value_beyond_float32_is_refused_not_stored_as_inf(tmp_path, write_text, capsys):
     """The parser checks values in float64; narrowing 1e300 to the default float32 stored
-    inf without a word, and training on the store then hung."""
-    src = write_text("-1 2:1\n1 1:2 2:1\n-1 1:1e300\n")
+    inf without a word, and training on the store then hung. It is refused where it is
+    written (the store's writer said "big.h5: row 3", not the file, line and column)."""
+    text = "# header\n-1 2:1\n1 1:2 2:3.40282356e38\n"  # rounds to float32's largest
+    src = write_text(text + "-1 1:1e300\n")
     out = tmp_path / "big.h5"
-    with pytest.raises(ValueError, match=r"row 3: the value 1e\+300 is beyond float32's "
-                                         r"range: write float64 values"):
-        convert_svmlight(src, out)
+    with pytest.raises(SvmlightFormatError, match=rf"^{src}: line 4, column 6: value '1e300' "
+                                                  r"is beyond float32's range: pass "
+                                                  r"value_dtype='float64' \(--float64\)$"):
+        convert_svmlight(src, out, progress=False)
     assert not out.exists()
-    convert_svmlight(src, out, value_dtype="float64")
+    convert_svmlight(src, out, value_dtype="float64", progress=False)
     with Store(out) as store:
         assert store.read_rows(0, 3)[0].data.max() == 1e300
+    slow = write_text(text + "-1 1:1 2:-3.402823570000000000001e38\n", name="slow.svm")
+    assert main(["convert", str(slow), str(tmp_path / "slow.h5"), "--quiet"]) == 1
+    assert capsys.readouterr().err.startswith(f"streamssvm: error: {slow}: line 4, column 10: "
+                                              f"value '-3.402823570000000000001e38' is beyond")
+    convert_svmlight(write_text(text, name="max.svm"), out, overwrite=True, progress=False)
+    with Store(out) as store:
+        assert store.read_rows(0, 2)[0].data.max() == np.finfo(np.float32).max
 
 
 def test_a_store_of_labels_alone_trains_an_intercept_or_is_refused(tmp_path, write_text):

@@ -180,6 +180,18 @@ def test_writer_leaves_nothing_on_error(tmp_path, rng):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_writer_refuses_a_value_beyond_float32(tmp_path):
+    """The converter's parser refuses it at its line and column; the writer is the
+    backstop for its direct users."""
+    path = tmp_path / "s.h5"
+    with pytest.raises(StoreError, match=rf"^{path}: row 2: the value 1e\+39 is beyond "
+                                         r"float32's range"):
+        with StoreWriter(path) as writer:
+            writer.add_block(np.array([0, 1, 2]), np.array([0, 1], np.int32),
+                             np.array([1.0, 1e39]), np.array([1, -1], np.int8))
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("classes", [(np.nan, 1.0), (1.0, 1.0)])
 def test_writer_refuses_classes_that_are_not_distinct_finite_values(tmp_path, rng, classes):
     """A class-vs-rest view has NaN for "rest": written as a store, every reader refused

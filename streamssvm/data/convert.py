@@ -196,7 +196,8 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
         one (format version 2): its labels are indices into the sorted distinct values,
         ``classes``. With two, it is the usual binary store.
     value_dtype : {"float32", "float64"}
-        Values are parsed to float64 (bit-identical to ``float()``), then stored in this type.
+        Values are parsed to float64 (bit-identical to ``float()``), then stored in this type
+        (float32: a value beyond its range is refused).
     block_rows : int, optional
         Rows per block. By default a block ends at the first row that brings it to
         ``block_nnz`` nonzeros (as :func:`block_offsets_by_nnz` cuts an in-memory matrix),
@@ -245,10 +246,11 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
 
     Refused: a non-numeric label, value or index; a label list ("1,2"); a pair without
     colon; an index below 1 (one-based) or 0 (zero-based) or at or beyond ``n_features``;
-    NaN or infinite values and labels (including overflow such as 1e999); an index
-    repeated within a row; an unparsable or misplaced qid; a third distinct label
-    (unless ``multiclass``) or, with ``classes``/``like``, a label outside them; a file
-    with one label value other than -1/+1 and no ``classes``; a file with no data lines.
+    NaN or infinite values and labels (including overflow such as 1e999); a value beyond
+    float32's range when ``value_dtype`` is float32; an index repeated within a row; an
+    unparsable or misplaced qid; a third distinct label (unless ``multiclass``) or, with
+    ``classes``/``like``, a label outside them; a file with one label value other than
+    -1/+1 and no ``classes``; a file with no data lines.
     """
     t0 = time.perf_counter()
     src, dst = os.fspath(src), os.fspath(dst)
@@ -289,7 +291,8 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
                                      lambda: _shift_written_indices(writer),
                                      zero_based=zero_based, n_features=n_features,
                                      classes=classes, multiclass=multiclass,
-                                     block_rows=block_rows, block_nnz=block_nnz)
+                                     block_rows=block_rows, block_nnz=block_nnz,
+                                     value_dtype=writer.value_dtype)
                 raw = _HashingReader(fh, bar)
                 text = _open_text(raw, kind)
                 if kind is not None:

@@ -65,6 +65,7 @@ E_QID = 22
 E_QID_PLACE = 23
 E_MULTICLASS = 24
 E_LABEL_CLASS = 25
+E_FLOAT32 = 26
 
 # --- slots of the int64 state array shared with the parser ----------------------------------
 S_POS = 0          # in/out: byte position in buf
@@ -89,7 +90,8 @@ S_OVERRIDE_POS = 18  # in: the label token at this position takes F_OVERRIDE as 
 S_REPAIRED = 19    # in/out: rows whose indices were sorted
 S_SPACE = 20       # out: which array is full (NEED_SPACE)
 S_MULTICLASS = 21  # in: 1 if any number of labels is allowed: y holds class indices
-N_STATE = 22
+S_FLOAT32 = 22     # in: 1 if values are to be stored as float32: refuse those beyond it
+N_STATE = 23
 
 F_C0 = 0           # in/out: label value coded -1 (first label seen, until the end)
 F_C1 = 1           # in/out: label value coded +1
@@ -106,6 +108,7 @@ MIN_ROW_CAP = 1 << 16
 N_SLOW_FIELDS = 5
 
 _INT32_MAX = 2147483647
+_FLOAT32_OVERFLOW = 2.0 ** 128 - 2.0 ** 103  # the smallest magnitude that float32 rounds to inf
 _POW10 = np.array([float(10 ** k) for k in range(23)])  # 1e0 .. 1e22, all exact doubles
 _TWO53 = 1 << 53
 _MAX_DIGITS = 17   # significant digits accumulated exactly (10**17 < 2**63)
@@ -400,6 +403,7 @@ def parse_lines(buf, end, state, fstate, y, indptr, indices, values, slow, pow10
     n_classes = state[S_N_CLASSES]
     fixed = state[S_FIXED]
     multiclass = state[S_MULTICLASS]
+    float32 = state[S_FLOAT32]
     last_class = 0
     override_pos = state[S_OVERRIDE_POS]
     repaired = state[S_REPAIRED]
@@ -605,6 +609,10 @@ def parse_lines(buf, end, state, fstate, y, indptr, indices, values, slow, pow10
                 code = E_VALUE
                 err_pos = value_pos
                 break
+            if float32 and abs(value) >= _FLOAT32_OVERFLOW:
+                code = E_FLOAT32
+                err_pos = value_pos
+                break
             if col <= prev:
                 if col == prev:
                     code = E_DUPLICATE
@@ -698,6 +706,7 @@ _MESSAGES = {
     E_COLON: "missing colon in {tok!r} (expected index:value)",
     E_VALUE: "value {tok!r} is not a number",
     E_NANINF: "value {tok!r} is NaN or infinite",
+    E_FLOAT32: "value {tok!r} is beyond float32's range: pass value_dtype='float64' (--float64)",
     E_INDEX_OVERFLOW: "index {index} does not fit in 32 bits",
     E_QID: "cannot parse qid {tok!r} (expected qid:<integer>)",
     E_QID_PLACE: "{tok!r}: qid must come right after the label",
@@ -732,10 +741,14 @@ class BlockParser:
         ``block_nnz`` nonzeros (or after ``max(block_nnz, 65536)`` rows, so that memory
         stays bounded when rows are nearly empty).
     block_nnz : int
+    value_dtype : {"float64", "float32"}
+        The type the values will be stored in: with float32, a value beyond its range is
+        refused (the blocks still hold float64).
     """
 
     def __init__(self, name, on_block, on_rebase=None, *, zero_based="auto", n_features=None,
-                 classes=None, multiclass=False, block_rows=None, block_nnz=1 << 19):
+                 classes=None, multiclass=False, block_rows=None, block_nnz=1 << 19,
+                 value_dtype="float64"):
         if not (zero_based == "auto" if isinstance(zero_based, str)
                 else zero_based in (True, False)):
             raise ValueError(f"zero_based must be 'auto', True or False, got {zero_based!r}")
@@ -751,6 +764,8 @@ class BlockParser:
                              f"{n_features!r}")
         if classes is not None and not np.all(np.isfinite(np.asarray(classes, np.float64))):
             raise ValueError(f"classes must be finite numbers, got {classes!r}")
+        if np.dtype(value_dtype) not in (np.float32, np.float64):
+            raise ValueError(f"value_dtype must be float32 or float64, got {value_dtype!r}")
         self.name = str(name)
         self._on_block = on_block
         self._on_rebase = on_rebase
@@ -778,6 +793,7 @@ class BlockParser:
         st[S_OVERRIDE_POS] = -1
         fst = np.zeros(N_FSTATE + (64 if multiclass else 0), np.float64)
         st[S_MULTICLASS] = 1 if multiclass else 0
+        st[S_FLOAT32] = 1 if np.dtype(value_dtype) == np.float32 else 0
         if classes is not None and multiclass:
             table = np.unique(np.asarray(classes, np.float64))
             if len(table) != len(classes) or len(table) < 2:
@@ -943,9 +959,11 @@ class BlockParser:
         for s in range(n):
             start, stop, slot, line, line_start = (int(v) for v in self._slow[s])
             value = float(buf[start:stop].tobytes())
-            if not math.isfinite(value):
+            code = (E_NANINF if not math.isfinite(value) else
+                    E_FLOAT32 if st[S_FLOAT32] and abs(value) >= _FLOAT32_OVERFLOW else None)
+            if code is not None:
                 raise SvmlightFormatError(self._where(line, start - line_start + 1) +
-                                          f"value {_token(buf, start, end)!r} is NaN or infinite")
+                                          _MESSAGES[code].format(tok=_token(buf, start, end)))
             self._values[slot] = value
         st[S_NSLOW] = 0
 
