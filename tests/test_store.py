@@ -180,6 +180,20 @@ def test_writer_leaves_nothing_on_error(tmp_path, rng):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_writer_left_without_close_publishes_nothing(tmp_path, rng):
+    """Leaving the ``with`` without close() renamed the unfinished file onto ``path``: an
+    unreadable store, in place of a good one with overwrite=True."""
+    X, y = random_csr(rng)
+    path = tmp_path / "s.h5"
+    write_store(path, X, y, [0, X.shape[0]])
+    with pytest.raises(StoreError, match=rf"^{path}: the writer was left without close\(\)"):
+        with StoreWriter(path, overwrite=True) as writer:
+            writer.add_block(X.indptr, X.indices, X.data, y)
+    assert os.listdir(tmp_path) == ["s.h5"]
+    with Store(path) as store:
+        assert store.n_samples == X.shape[0]
+
+
 def test_writer_refuses_a_value_beyond_float32(tmp_path):
     """The converter's parser refuses it at its line and column; the writer is the
     backstop for its direct users."""

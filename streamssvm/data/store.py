@@ -126,8 +126,9 @@ class _Sink(io.RawIOBase):
 class StoreWriter:
     """Write a store block by block; the file appears at ``path`` only on :meth:`close`.
 
-    Use as a context manager: leaving the ``with`` on an exception removes the temporary
-    file and leaves ``path`` as it was.
+    Use as a context manager: leaving the ``with`` on an exception, or without
+    :meth:`close`, removes the temporary file and leaves ``path`` as it was (the latter
+    raises StoreError).
 
     Parameters
     ----------
@@ -205,9 +206,17 @@ class StoreWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb):
+        unclosed = exc_type is None and self._file.id.valid  # close() publishes, nothing else
+        if unclosed:
+            exc_type, exc = StoreError, StoreError(
+                f"{self.path}: the writer was left without close(), which writes the "
+                f"metadata: nothing was written")
         if exc_type is not None:
             self._close_file()
-        return self._atomic.__exit__(exc_type, exc, tb)
+        suppress = self._atomic.__exit__(exc_type, exc, tb)
+        if unclosed:
+            raise exc
+        return suppress
 
     def _close_file(self):
         """Close the HDF5 file and the file under it (after an error: whatever is open)."""
