@@ -194,6 +194,19 @@ def test_writer_left_without_close_publishes_nothing(tmp_path, rng):
         assert store.n_samples == X.shape[0]
 
 
+def test_writer_refuses_a_block_beyond_int32_row_pointers(tmp_path):
+    """Row pointers were cast to int32 without a check: these wrapped to [0, 1, 2], a
+    block of two nonzeros written as valid."""
+    path = tmp_path / "s.h5"
+    with pytest.raises(StoreError, match=rf"^{path}: block 0: 4294967298 nonzeros, beyond "
+                                         r"the 2147483647 of a block's int32 row pointers"):
+        with StoreWriter(path) as writer:
+            writer.add_block(np.array([0, 1, 2 ** 32 + 2]), np.array([0, 1], np.int32),
+                             np.ones(2), np.array([1, -1], np.int8))
+            writer.close(2, (-1, 1))
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_writer_refuses_a_value_beyond_float32(tmp_path):
     """The converter's parser refuses it at its line and column; the writer is the
     backstop for its direct users."""

@@ -45,7 +45,7 @@ class SvmlightFormatError(ValueError):
 
 # --- parser return codes --------------------------------------------------------------------
 DONE = 0          # consumed buf[pos:end]
-BLOCK_FULL = 1    # the current block reached its row or nonzero limit
+BLOCK_FULL = 1    # the current block reached its row or nonzero limit, or int32's
 NEED_SPACE = 2    # an output array is full; the current line was rolled back
 REBASE = 3        # auto mode met index 0 while one-based: line rolled back, switch to zero-based
 NEED_LABEL = 4    # a label needs Python's float(); line rolled back
@@ -645,7 +645,9 @@ def parse_lines(buf, end, state, fstate, y, indptr, indices, values, slow, pow10
                 max_line = line
                 max_col = tok - line_start + 1
 
-        if code == NEED_SPACE or code == REBASE:
+        if code == DONE and nnz > _INT32_MAX and rows:
+            code = BLOCK_FULL  # the block's int32 row pointers end before this row
+        if code == NEED_SPACE or code == REBASE or code == BLOCK_FULL:
             pos = line_start
             nnz = row_start
             nslow = slow_start
@@ -739,7 +741,8 @@ class BlockParser:
     block_rows : int, optional
         Rows per block; otherwise a block ends at the first row bringing it to
         ``block_nnz`` nonzeros (or after ``max(block_nnz, 65536)`` rows, so that memory
-        stays bounded when rows are nearly empty).
+        stays bounded when rows are nearly empty). Either way a block ends before a row
+        that would take it beyond 2**31 - 1 nonzeros (its row pointers are int32).
     block_nnz : int
     value_dtype : {"float64", "float32"}
         The type the values will be stored in: with float32, a value beyond its range is
