@@ -16,6 +16,7 @@ import numpy as np
 from . import kernels
 from ._atomic import atomic_output
 from ._json import json_default
+from ._npz import load_npz
 from .data import BlockSource, Store
 from .data.memory import as_csr
 
@@ -186,7 +187,7 @@ class Model:
     def load(cls, path):
         """Read a model written by :meth:`save`."""
         try:
-            with np.load(path, allow_pickle=False) as z:
+            with load_npz(path) as z:
                 meta = read_meta(z)
                 if meta.get("format") != MODEL_FORMAT:
                     raise ValueError("format tag missing")

@@ -12,6 +12,7 @@ import numpy as np
 
 from ._atomic import atomic_output
 from ._json import json_default
+from ._npz import load_npz
 from .api import open_source
 from .data import InMemorySource
 from .model import READ_ERRORS, Model, read_meta
@@ -164,7 +165,7 @@ class OnlineTrainer:
         (the machine's, not the state's: the steps are the same on any number)."""
         n_threads = check_threads(n_threads)  # the caller's, not the file's
         try:
-            with np.load(path, allow_pickle=False) as z:
+            with load_npz(path) as z:
                 meta = read_meta(z)
                 if meta.get("format") != STATE_FORMAT:
                     raise ValueError(f"format {meta.get('format')!r}")

@@ -358,8 +358,8 @@ def _npz(path, **arrays):
 
 
 @pytest.mark.parametrize("make, reason", [
-    (lambda p: p.write_bytes(b""), "No data left in file"),
-    (lambda p: p.write_bytes(b"PK\x03\x04 truncated"), "not a zip file|File is not a zip"),
+    (lambda p: p.write_bytes(b""), "not an .npz archive"),
+    (lambda p: p.write_bytes(b"PK\x03\x04 truncated"), "not an .npz archive"),
     (lambda p: _npz(p, coef=np.array([np.nan, 1.0])), "coef or intercept holds NaN"),
     (lambda p: _npz(p, classes=np.array([np.nan, 1.0])), r"classes \[nan, 1.0\] are not all finite"),
     (lambda p: _npz(p, coef=np.array(["a", "b"])), "could not convert string to float"),
@@ -391,6 +391,27 @@ def test_a_truncated_model_file_is_refused(tmp_path):
             Model.load(path)
 
 
+def test_a_file_that_is_no_npz_archive_is_named_as_such(tmp_path, capsys):
+    """numpy read a store or a text file as a pickle, and the message told the user to
+    pass allow_pickle=True (found by a probe)."""
+    from streamssvm import OnlineTrainer
+    from streamssvm.solvers.checkpoint import Checkpoint
+
+    store = write_store(tmp_path / "data.h5", InMemorySource(X, Y))
+    text = tmp_path / "model.txt"
+    text.write_text("1 1:1\n")
+    for path in (store, text):
+        for load, what in ((Model.load, "a streamssvm model"),
+                           (OnlineTrainer.load, "an online trainer state"),
+                           (lambda p: Checkpoint(p).load(), "a readable checkpoint")):
+            with pytest.raises(ValueError, match=rf"^{path}: not {what} \(not an .npz "
+                                                 rf"archive: truncated, or another kind of "
+                                                 rf"file\)$"):
+                load(path)
+    assert main(["predict", str(store), str(store)]) == 1
+    assert "allow_pickle" not in capsys.readouterr().err
+
+
 def test_predict_with_a_model_whose_meta_is_not_an_object(tmp_path, capsys):
     """JSON that is not an object made Model.load's meta.get an AttributeError: a
     traceback from the command line."""
@@ -416,8 +437,8 @@ def _without(meta, key):
 
 
 @pytest.mark.parametrize("damage, reason", [
-    (lambda raw, a, m: raw[:300], "File is not a zip file"),
-    (lambda raw, a, m: b"", "No data left in file"),
+    (lambda raw, a, m: raw[:300], "not an .npz archive"),
+    (lambda raw, a, m: b"", "not an .npz archive"),
     (lambda raw, a, m: (a, [1]), r"meta \[1\] is not a JSON object"),
     (lambda raw, a, m: (a, None), "meta null is not a JSON object"),
     (lambda raw, a, m: (a, dict(m, format="other")), "format 'other'"),

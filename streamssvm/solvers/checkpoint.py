@@ -20,6 +20,7 @@ import numpy as np
 
 from .._atomic import atomic_output, check_output
 from .._json import json_default
+from .._npz import load_npz
 
 CHECKPOINT_FORMAT = "streamssvm.checkpoint"
 
@@ -50,7 +51,7 @@ class Checkpoint:
         if not os.path.exists(self.path):
             return None
         try:
-            with np.load(self.path, allow_pickle=False) as z:
+            with load_npz(self.path) as z:
                 meta = json.loads(str(z["meta"]))
                 arrays = {k: z[k] for k in z.files if k != "meta"}
         except (OSError, ValueError, KeyError) as e:
