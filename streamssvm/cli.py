@@ -382,6 +382,8 @@ def cmd_predict(args):
 
     if args.output:
         check_output(args.output, args.overwrite)  # before the pass over the store
+    elif args.decision:
+        raise ValueError("--decision says what to write to -o FILE: give one")
     model = Model.load(args.model)
     with Store(args.store) as store:
         decision, labels = model.decision_and_labels(store)

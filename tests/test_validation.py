@@ -412,6 +412,16 @@ def test_a_file_that_is_no_npz_archive_is_named_as_such(tmp_path, capsys):
     assert "allow_pickle" not in capsys.readouterr().err
 
 
+def test_predict_decision_without_an_output_is_refused(tmp_path, capsys):
+    """--decision without -o was ignored: exit 0, nothing written (found by a probe)."""
+    model = tmp_path / "model.npz"
+    MODEL.save(model)
+    data = write_store(tmp_path / "data.h5", InMemorySource(X, Y))
+    assert main(["predict", str(model), str(data), "--decision"]) == 1
+    assert capsys.readouterr().err == ("streamssvm: error: --decision says what to write to "
+                                       "-o FILE: give one\n")
+
+
 def test_predict_with_a_model_whose_meta_is_not_an_object(tmp_path, capsys):
     """JSON that is not an object made Model.load's meta.get an AttributeError: a
     traceback from the command line."""
