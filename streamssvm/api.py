@@ -161,7 +161,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
         accepted = inspect.signature(solve).parameters
         if max_iter is None:
             max_iter = accepted["max_iter"].default
-        if checkpoint is not None and ("checkpoint" not in accepted or sigma_path):
+        if checkpoint is not None and ("checkpoint" not in accepted or len(sigma_path)):
             able = [n for n, f in SOLVERS.items()
                     if "checkpoint" in inspect.signature(f).parameters]
             raise ValueError(f"checkpoints work with the solvers {', '.join(able)}, without "

@@ -249,6 +249,9 @@ def test_labels_of_any_real_type_are_read():
      r"sigma_path \[0.5\]: loss 'psi_g:sigma=0.1': sigma=0.1 in the name but sigma=0.5"),
     (dict(sigma_path=[0.5], loss="logistic"), r"sigma_path \[0.5\]: loss 'logistic' takes no sigma"),
     (dict(sigma_path=[0.5, -1]), r"sigma_path \[0.5, -1\]: sigma must be a positive finite"),
+    # an array: numpy's "truth value of an array is ambiguous"
+    (dict(sigma_path=np.array([0.5, 0.25]), checkpoint="run.ckpt"),
+     "checkpoints work with the solvers .*, without sigma_path"),
 ])
 def test_training_parameters_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
