@@ -668,6 +668,24 @@ def test_auto_chooses_by_loss_shape_and_intercept(loss, fit_intercept, shape, ex
     assert choose_solver(get_loss(loss), *shape, fit_intercept) == expected
 
 
+@pytest.mark.parametrize("solver", ["tron", "newton", "gd", "agd", "lbfgs"])
+def test_gradient_solvers_refuse_the_hinge(data, solver):
+    """They took its subgradient and said "converged" 2-4% above the optimum, where the
+    gradient's norm means nothing (a9a, 1000 rows; found by a probe)."""
+    with pytest.raises(ValueError, match=f"{solver} needs a loss with a gradient; hinge's "
+                                         f"slope jumps at its kink: use sdca, sgd or pegasos"):
+        streamssvm.train_stream(*data, loss="hinge", lam=LAM, solver=solver, progress=False)
+
+
+@pytest.mark.parametrize("weighted, distributed, taken", [(True, False, "them"),
+                                                          (False, True, "Dask workers")])
+def test_auto_refuses_the_hinge_where_no_solver_takes_it(weighted, distributed, taken):
+    """It chose Newton, which the hinge's kink leaves without a gradient."""
+    with pytest.raises(ValueError, match=f"only sgd, pegasos and sdca take its kink, and none "
+                                         f"takes {taken}"):
+        choose_solver(get_loss("hinge"), *TALL, weighted=weighted, distributed=distributed)
+
+
 def test_train_stream_applies_the_auto_choice_to_its_data(data):
     """a9a is tall (Newton for psi_G at 2^-6); a matrix with more columns than rows is
     wide (SDCA)."""

@@ -218,6 +218,11 @@ class Loss:
         return _lipschitz_value(self.name, self.sigma)
 
     @property
+    def kinked(self):
+        """psi' jumps (the hinge): no gradient where a margin is at the kink."""
+        return not (self.smooth or math.isfinite(self.lipschitz))
+
+    @property
     def lipschitz_formula(self):
         return "max Phi_c'/sigma" if self.is_family else self._spec.lipschitz
 

@@ -44,13 +44,22 @@ def choose_solver(loss, n_samples, n_features, fit_intercept=False, weighted=Fal
     hinge (a kink or a sharp bend in psi') Newton needs many iterations. Line-search
     Newton pays on tall data, where its Hessian has few directions. When SDCA cannot run
     (an intercept, row weights, Dask workers), or converges slowly (psi'' unbounded, as
-    the exponential loss's): SGD for the hinge, Newton for the rest;
-    TRON for a loss that is not convex (its trust region copes with negative curvature).
+    the exponential loss's): Newton, or SGD for the hinge (whose kink leaves Newton no
+    gradient), which takes an intercept but neither row weights nor Dask workers: a
+    ValueError then. TRON for a loss that is not convex (its trust region copes with
+    negative curvature).
     """
     if not loss.convex:
         return "tron"
     if fit_intercept or weighted or distributed:
-        return "sgd" if loss.name == "hinge" and not (weighted or distributed) else "newton"
+        if not loss.kinked:
+            return "newton"
+        if not (weighted or distributed):
+            return "sgd"
+        raise ValueError(f"the {loss.name} loss with {'row weights' if weighted else 'Dask'}: "
+                         f"only sgd, pegasos and sdca take its kink, and none takes "
+                         f"{'them' if weighted else 'Dask workers'}; use a smooth hinge "
+                         f"(psi_g, psi_m)")
     if loss.smooth and not math.isfinite(loss.lipschitz):  # psi'' unbounded (exponential):
         return "newton"  # SDCA's steps crawl (a9a: unconverged after 1.6 s, Newton 0.1 s)
     wide = min(WIDE, CURVED / math.sqrt(loss.lipschitz))

@@ -197,6 +197,10 @@ class Run:
         if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 0):
             raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
         check_max_seconds(max_seconds)
+        if objective.loss.kinked:  # the gradient's norm would stop the run anywhere
+            raise ValueError(f"{name} needs a loss with a gradient; {objective.loss.name}'s "
+                             f"slope jumps at its kink: use sdca, sgd or pegasos, or a smooth "
+                             f"hinge (psi_g, psi_m)")
         self.name, self.objective, self.max_iter = name, objective, max_iter
         self.max_seconds, self.message = max_seconds, "max_iter reached"
         self.start = time.perf_counter()
