@@ -11,6 +11,7 @@ from .data import BlockSource, InMemorySource, Store, StoreSet
 from .data.checksum import digest
 from .model import Model
 from .objective import SmoothSVMObjective
+from .objective.smooth_svm import NO_ROW_WEIGHTS
 from .losses import get_loss
 from .solvers import HESSIAN_PRODUCTS, SOLVERS, STOCHASTIC, choose_solver
 from .solvers.checkpoint import Checkpoint
@@ -110,8 +111,11 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     checkpoint : str or path-like, optional
         Write the solver's state to this file every ``checkpoint_every`` seconds and at
         the end (atomically); if the file exists, resume from it: a killed run ends at the
-        same model as an uninterrupted one. A file written for other data or settings is
-        refused. Not with ``sigma_path``, ``agd`` or ``lbfgs``.
+        same model as an uninterrupted one. A file written for other data, settings or
+        ``w0`` is refused; ``max_iter`` and ``max_seconds`` are budgets, and a run they
+        stopped goes on with larger ones (SDCA's then takes other steps than a run given
+        them at once: its evaluations and shrinking follow ``max_iter``). Not with
+        ``sigma_path``, ``agd`` or ``lbfgs``.
     checkpoint_every : float
         Seconds between checkpoints (0: every iteration or epoch).
     hold : bool or "auto"
@@ -152,6 +156,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
         except KeyError:
             raise ValueError(f"unknown solver {solver!r}; known: {', '.join(SOLVERS)}") from None
         solver_options = _options_for(solver, solver_options, chosen)
+        if sample_weight is not None and solver in STOCHASTIC:  # before the data is read
+            raise ValueError(NO_ROW_WEIGHTS)
         make_objective = SmoothSVMObjective
         if client is not None:
             if solver in STOCHASTIC:

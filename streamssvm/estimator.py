@@ -18,6 +18,7 @@ import scipy.sparse as sp
 from .data import InMemorySource, Store
 from .model import Model
 from .multiclass import class_weight_vector, train_one_vs_rest
+from .objective.smooth_svm import NO_ROW_WEIGHTS
 from .online import OnlineTrainer
 from .solvers import SOLVERS
 
@@ -221,8 +222,7 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         if not _online_solver(self):
             raise ValueError(f"partial_fit needs solver in {ONLINE_SOLVERS}, got {self.solver!r}")
         if sample_weight is not None or self.class_weight is not None:
-            raise ValueError("the stochastic solvers take no row weights (sample_weight, "
-                             "class_weight)")
+            raise ValueError(NO_ROW_WEIGHTS)
         first = not hasattr(self, "online_")
         if first and classes is None:
             if not hasattr(self, "classes_"):

@@ -123,6 +123,18 @@ def test_bad_weights(bad, match):
         SmoothSVMObjective(InMemorySource(X, y), "psi_g", lam=1e-2, sample_weight=bad)
 
 
+@pytest.mark.parametrize("solver", ["sgd", "pegasos", "svrg", "saga", "sdca"])
+def test_stochastic_solvers_refuse_weights_before_reading(solver):
+    """They were refused at their first epoch: SVRG and SAGA after a pass and an
+    evaluation, and with max_iter=0 a weighted model came back (found by a probe)."""
+    from streamssvm import train_stream
+
+    X, y = random_problem(n=120, seed=34)
+    with pytest.raises(ValueError, match="the stochastic solvers take no row weights"):
+        train_stream(X, y, loss="psi_g", solver=solver, max_iter=0,
+                     sample_weight=row_weights(120), progress=False)
+
+
 @pytest.mark.parametrize("weights", [(1.0, 4.0), (0.3, 1.0)], ids=["w+4", "w-0.3"])
 def test_class_weights_equal_liblinear(weights):
     """LIBLINEAR -s 2 -w-1 a -w1 b, against TRON on c_i = (a if y_i = -1 else b)."""

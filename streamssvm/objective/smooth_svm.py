@@ -58,6 +58,9 @@ SHUFFLE_BYTES = 32 << 20
 # the Hessian product at a state from which held data's products read only its curved rows
 # (see SmoothSVMObjective._curved_columns)
 COPY_AT = 5
+# why shuffled_blocks refuses a weighted objective (their kernels have no row weights)
+NO_ROW_WEIGHTS = ("the stochastic solvers take no row weights (sample_weight, class_weight): "
+                  "use tron, newton, lbfgs, gd or agd")
 
 
 @dataclass
@@ -345,9 +348,8 @@ class SmoothSVMObjective:
         windows depend on the data and ``window_bytes`` only, so a streamed run's order is
         its seed's however much memory is free; only if four windows do not fit in it are
         they made smaller, with a warning that the order then differs."""
-        if self.sample_weight is not None:  # their kernels have no row weights
-            raise ValueError("the stochastic solvers take no row weights (sample_weight, "
-                             "class_weight): use tron, newton, lbfgs, gd or agd")
+        if self.sample_weight is not None:
+            raise ValueError(NO_ROW_WEIGHTS)
         held = self._held_rows()  # data that fits is read once, by this pass or an earlier one
         in_place = held is not None or self.source.in_memory
         windows = ([(0, self.source.n_blocks)] if in_place
