@@ -114,13 +114,13 @@ class OnlineTrainer:
                 self.classes = tuple(source.classes)
                 self.sgd_state = SGDState(source.n_features, o["fit_intercept"], o["average"],
                                           o["delay"])
-            for epoch in range(1, epochs + 1):
+            for _ in range(epochs):
                 sgd_epoch(objective, self.sgd_state, schedule, self.rng)
-                if not self._finite():
-                    raise FloatingPointError(
-                        f"{o['solver']} diverged: the weights are not finite after epoch "
-                        f"{epoch} of this call (a step too large for the data: lower the step "
-                        f"size or its schedule's start); the trainer cannot go on")
+            if not self._finite():  # once a call: 0.45 ms on news20's 1.2M features
+                raise FloatingPointError(
+                    f"{o['solver']} diverged: the weights are not finite after this call's "
+                    f"epochs (a step too large for the data: lower the step size or its "
+                    f"schedule's start); the trainer cannot go on")
             self.epochs += epochs
             self.rows_seen += epochs * source.n_samples
         return self
