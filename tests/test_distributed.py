@@ -163,6 +163,36 @@ def test_killed_worker_is_replaced_and_the_model_is_the_same(a9a_stores, client,
     assert_same_model(result, local["tron"])
 
 
+class _CancelsTheSurvivors(DaskStores):
+    """At a recovery, cancels the other shards' last tasks, as the scheduler did when it
+    dropped the dead worker's tasks with the partial sums that needed them."""
+
+    def _submit(self, i, *args):
+        self.submitted = {**getattr(self, "submitted", {}), i: super()._submit(i, *args)}
+        return self.submitted[i]
+
+    def _recover(self, lost):
+        moved = super()._recover(lost)
+        self.client.cancel([f for i, f in self.submitted.items() if i not in moved])
+        return moved
+
+
+def test_a_survivor_cancelled_with_a_lost_worker_is_done_again(a9a_stores, client, local):
+    """The other shard's task, cancelled with the lost worker's, was added to the moved
+    shard's: TRON failed after worker_timeout, saying that no worker was lost (2 kills in
+    12 at 0.1-0.18 s; found by a probe)."""
+    _, halves = a9a_stores
+    client.wait_for_workers(2, timeout=60)  # the nanny restarted an earlier victim
+    with _CancelsTheSurvivors(halves, client, worker_timeout=5) as stores:
+        objective = DaskObjective(stores, "psi_g", LAM)
+        victim = stores.owners[0]
+        _kill_after(objective, 3, client.run(os.getpid)[victim])
+        with pytest.warns(RuntimeWarning, match=f"worker {victim} lost: shard 0"):
+            result = tron(objective)
+        assert stores.recoveries == 1
+    assert_same_model(result, local["tron"])
+
+
 def test_a_send_to_a_worker_the_scheduler_has_removed_is_a_loss(a9a_stores, client):
     """The scheduler answers a scatter to a worker it has removed with a KeyError: that is
     the shard's worker lost (recovered as such), not an error of the run."""

@@ -197,9 +197,13 @@ class DaskStores(StoreSet):
                 for part in results[1:]:
                     total = add_partials(total, part)
                 return total
-            except _Lost as lost:  # only the moved shards' parts are done again
+            except _Lost as lost:  # the moved shards' parts are done again, and those the
+                # scheduler cancelled or lost with the dead worker's tasks (its partial sums)
                 for i in self._recover(lost.workers):
                     parts[i] = None
+                for i, part in enumerate(parts):
+                    if part is not None and part.status in ("cancelled", "lost"):
+                        parts[i] = None
 
     def _send(self, points, args):
         """Scatter what the call needs: the points' ``w`` unless the workers still have it
