@@ -186,7 +186,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
             if checkpoint is not None:
                 problem = dict(data=[source.name, source.n_samples, source.n_features,
                                      source.nnz, source.data_digest()],
-                               loss=objective.loss.spec, lam=lam,
+                               loss=objective.loss.key, lam=lam,
                                solver=solver, tol=tol, abs_tol=abs_tol,
                                liblinear_tol=liblinear_tol, fit_intercept=fit_intercept,
                                intercept_scaling=intercept_scaling,

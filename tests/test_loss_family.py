@@ -122,10 +122,40 @@ def test_classification_losses_decrease_and_are_calibrated(name, params):
     if loss.classification:
         assert np.all(slope <= 0.0)
         assert loss.derivatives(np.zeros(1))[1][0] < 0.0 or loss.theta <= 0.0
-        assert loss.calibrated == (loss.derivatives(np.zeros(1))[1][0] < 0.0)
     else:
         assert np.any(slope > 0.0)
-        assert not loss.calibrated
+    # Bartlett et al. (the paper's Theorem 1): convex, differentiable at 0, psi'(0) < 0
+    at_zero = loss.derivatives(np.array([-1e-12, 0.0, 1e-12]))[1]
+    differentiable = at_zero[0] == pytest.approx(at_zero[2], abs=1e-9)
+    assert loss.calibrated == (loss.convex and differentiable and at_zero[1] < 0.0)
+
+
+def test_calibration_is_the_papers_not_only_for_classification_losses():
+    """calibrated asked psi' <= 0 everywhere too: least squares and the smooth absolute loss,
+    which get_loss itself takes only at theta > 0 for their calibration (Theorem GCL, item
+    5), were said not to be (found by a probe)."""
+    assert get_loss("least_squares").calibrated and get_loss("smooth_absolute").calibrated
+    assert not get_loss("hinge", theta=0.0).calibrated  # its kink at 0
+    assert not get_loss("kh_hinge").calibrated  # not convex
+
+
+def test_a_parameter_given_twice_in_a_name_is_refused():
+    with pytest.raises(ValueError, match="loss 'psi_g:sigma=0.5,sigma=0.25': sigma given twice"):
+        get_loss("psi_g:sigma=0.5,sigma=0.25")
+
+
+def test_a_family_loss_has_no_spec_to_be_taken_for_a_named_one():
+    """Its spec named the named loss of its name (a family called "psi_g" became the
+    Gaussian psi_G in an OnlineTrainer) or none get_loss knows (found by a probe)."""
+    from streamssvm import OnlineTrainer
+
+    custom = family_loss("expit(v)", sigma=0.5, theta=1.0, name="psi_g")
+    with pytest.raises(ValueError, match="the family loss 'psi_g' has no spec"):
+        custom.spec
+    with pytest.raises(ValueError, match="has no spec"):
+        OnlineTrainer(loss=custom)
+    other = family_loss("0.5 + 0.5 * tanh(v)", sigma=0.5, theta=1.0, name="psi_g")
+    assert custom.key != other.key and custom.key[0] == other.key[0] == "psi_g"
 
 
 def test_which_losses_are_classification_losses():

@@ -207,7 +207,10 @@ class Loss:
     @property
     def spec(self):
         """``"name:key=value,..."``: a string that :func:`get_loss` turns back into this loss
-        (named losses only)."""
+        (named losses only: a ValueError for a family loss, whose Phi_c is code)."""
+        if self.is_family:
+            raise ValueError(f"the family loss {self.name!r} has no spec: its Phi_c is code, "
+                             f"not a name")
         return self.name + ":" + ",".join(f"{k}={v!r}" for k, v in self.parameters.items())
 
     @property
@@ -216,6 +219,14 @@ class Loss:
         if self.is_family:
             return self.info.lipschitz / self.sigma
         return _lipschitz_value(self.name, self.sigma)
+
+    @property
+    def key(self):
+        """What identifies the loss in a checkpoint: its spec, or a family loss's name,
+        table digest, sigma and theta."""
+        if self.is_family:
+            return [self.name, self.digest, self.sigma, self.theta]
+        return self.spec
 
     @property
     def kinked(self):
@@ -239,8 +250,10 @@ class Loss:
 
     @property
     def calibrated(self):
-        """Classification-calibrated (Bartlett et al.): convex, psi' <= 0, psi'(0) < 0."""
-        if not (self.classification and self.convex):
+        """Classification-calibrated: a convex loss is iff it is differentiable at 0 with
+        psi'(0) < 0 (Bartlett et al., the paper's Theorem 1), as least squares is for
+        theta > 0 although it also penalises large margins."""
+        if not self.convex or (self.kinked and self.theta == 0.0):  # the hinge's kink at 0
             return False
         return bool(self.derivatives(np.zeros(1))[1][0] < 0.0)
 
@@ -349,6 +362,8 @@ def _parse(text):
             key = key.strip()
             if not eq or not key:
                 raise ValueError(f"loss {text!r}: expected 'name:key=value,...', got {item!r}")
+            if key in values:
+                raise ValueError(f"loss {text!r}: {key} given twice")
             try:
                 values[key] = float(value)
             except ValueError:
