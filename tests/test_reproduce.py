@@ -10,15 +10,19 @@ import os
 import re
 import sys
 
+import numba
 import numpy as np
 import pytest
+from numba.core import event as numba_event
 
 from shared_data import load_shared
 from streamssvm.data import InMemorySource, Store, write_store
 from streamssvm import train_stream
 from streamssvm.experiments import (Settings, make_folds, observed_orders, partition_labels,
-                                    read_json, render_markdown, summarize_results,
-                                    train_and_score)
+                                    read_json, render_markdown, run_convergence,
+                                    summarize_results, train_and_score)
+from streamssvm.experiments import runner
+from streamssvm.experiments.runner import accepted_history
 from streamssvm.experiments.report import comparison_tables, mean_std, summarize
 
 TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
@@ -105,6 +109,34 @@ def test_a_run_scores_a_model_of_its_training_rows_on_its_test_rows(store_path, 
         predicted = np.where(X[rows] @ model.coef_ > 0, 1.0, -1.0)
         assert run[field] == pytest.approx(np.mean(predicted == y[rows]), abs=2.5 / len(rows))
     assert run["train_accuracy"] > 0.75 and run["test_accuracy"] > 0.75
+
+
+def test_convergence_times_a_run_in_which_numba_compiled_nothing(store_path, monkeypatch):
+    @numba.njit
+    def fresh(x):
+        return x + 1
+
+    calls = []
+
+    def train(source, **kwargs):  # the real training, watched for compilation
+        with numba_event.install_recorder("numba:compile") as compiled:
+            if not calls:  # the first run compiles, as TRON's kernels do in a new process
+                fresh(1)
+            model = train_stream(source, **kwargs)
+        calls.append((kwargs, bool(compiled.buffer), model))
+        return model
+
+    monkeypatch.setattr(runner, "train_stream", train)
+    with Store(store_path) as store:
+        runs = run_convergence(store, [("psi_g", 2.0 ** -3), ("logistic", None)],
+                               Settings(lam=1e-3), max_iter=10)
+    assert calls[0][1] and calls[1][0] == calls[0][0]  # the same run again
+    last = {}
+    for kwargs, compiled, model in calls:
+        last[kwargs["loss"], kwargs["forcing"]] = compiled, model
+    assert [(r["loss"], r["forcing"]) for r in runs] == list(last)
+    for run, (compiled, model) in zip(runs, last.values()):
+        assert not compiled and run["history"] == accepted_history(model)
 
 
 def test_observed_orders_of_known_sequences():
