@@ -322,6 +322,30 @@ def test_figures_are_png(tool_output):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.parametrize("options, message", [
+    (["--only", "method"], "argument --only: unknown part 'method'"),
+    (["--only", "methods,"], "argument --only: unknown part ''"),
+    (["--methods-runs", "0"], "argument --methods-runs: must be >= 1, got 0"),
+    (["--only", "sweep", "--sweep-runs", "-1"], "argument --sweep-runs: must be >= 1, got -1"),
+    (["--only", "methods", "--methods-runs", "4"],
+     "argument --methods-runs: 4 runs, but there are 3 folds"),
+])
+def test_run_refuses_bad_options_before_any_work(store_path, tmp_path, capsys, options,
+                                                 message):
+    sys.path.insert(0, TOOLS)
+    reproduce = importlib.import_module("reproduce")
+    earlier = tmp_path / "t.json"
+    earlier.write_text("earlier results")
+    with pytest.raises(SystemExit) as exc:
+        reproduce.main(["run", str(store_path), "--name", "t", "--sigma-log2", "-3",
+                        "--out-dir", str(tmp_path), "--partitions", "1",
+                        "--parts-per-partition", "3", "--max-iter", "2", "--epochs", "1",
+                        "--sweep-max-iter", "2", "--log2-sigmas=2",
+                        "--convergence-max-iter", "2", "--no-plots", *options])
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+    assert os.listdir(tmp_path) == ["t.json"] and earlier.read_text() == "earlier results"
+
+
 def test_report_refuses_other_json(tmp_path):
     path = tmp_path / "other.json"
     path.write_text('{"format": "something else"}')

@@ -44,6 +44,7 @@ sys.path.insert(0, ROOT)
 
 from streamssvm import __version__, convert_svmlight  # noqa: E402
 from streamssvm._atomic import atomic_output  # noqa: E402
+from streamssvm.cli import _positive_int  # noqa: E402
 from streamssvm.data import Store, StoreError  # noqa: E402
 from streamssvm.experiments import (Settings, comparison_tables, make_folds,  # noqa: E402
                                     paper_methods, read_json, render_markdown,
@@ -81,6 +82,14 @@ def log(message):
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+def parts_list(text):
+    """--only: comma-separated names among PARTS."""
+    parts = text.split(",")
+    unknown = [part for part in parts if part not in PARTS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown part {unknown[0]!r}: choose among "
+                                         f"{','.join(PARTS)}")
+    return parts
 
 
 def run(args):
@@ -110,7 +119,7 @@ def run(args):
                          started=time.strftime("%Y-%m-%d %H:%M:%S")),
         command=" ".join(["python", "tools/reproduce.py", *sys.argv[1:]]),
         timings={})
-    parts = args.only.split(",") if args.only else PARTS
+    parts = args.only or PARTS
     if "methods" in parts:
         start = time.perf_counter()
         methods = paper_methods(sigma, None if args.gamma_log2 is None else 2.0 ** args.gamma_log2,
@@ -193,7 +202,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("run", help="run the experiments on one data set",
+    p = run_parser = sub.add_parser("run", help="run the experiments on one data set",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("data", help="svmlight file (.gz/.bz2/.xz too) or store")
     p.add_argument("--name", required=True, help="data set name (output file names)")
@@ -202,11 +211,14 @@ def main(argv=None):
     p.add_argument("--gamma-log2", type=float, help="log2 of l_gamma's gamma (default: sigma)")
     p.add_argument("--out-dir", default=os.path.join(ROOT, "docs", "results"))
     p.add_argument("--store-dir", default=os.path.join(ROOT, "bench-data", "reproduce"))
-    p.add_argument("--only", help=f"comma-separated parts among {','.join(PARTS)}")
-    p.add_argument("--partitions", type=int, default=4)
-    p.add_argument("--parts-per-partition", type=int, default=5)
-    p.add_argument("--methods-runs", type=int, help="only the first N folds (default all)")
-    p.add_argument("--sweep-runs", type=int, help="only the first N folds (default all)")
+    p.add_argument("--only", type=parts_list,
+                   help=f"comma-separated parts among {','.join(PARTS)}")
+    p.add_argument("--partitions", type=_positive_int, default=4)
+    p.add_argument("--parts-per-partition", type=_positive_int, default=5)
+    p.add_argument("--methods-runs", type=_positive_int,
+                   help="only the first N folds (default all)")
+    p.add_argument("--sweep-runs", type=_positive_int,
+                   help="only the first N folds (default all)")
     p.add_argument("--sweep-max-iter", type=int, default=100,
                    help="TRON iterations per sigma in the sweep")
     p.add_argument("--log2-sigmas", type=lambda s: [int(x) for x in s.split(",")],
@@ -236,6 +248,13 @@ def main(argv=None):
     p.add_argument("--out", required=True)
     p.set_defaults(func=report)
     args = parser.parse_args(argv)
+    if args.func is run:  # before the data is read or converted
+        n_folds = args.partitions * args.parts_per_partition
+        for option, runs in (("--methods-runs", args.methods_runs),
+                             ("--sweep-runs", args.sweep_runs)):
+            if runs is not None and runs > n_folds:
+                run_parser.error(f"argument {option}: {runs} runs, but there are {n_folds} "
+                                 "folds (--partitions x --parts-per-partition)")
     args.func(args)
 
 
