@@ -5,6 +5,7 @@ import importlib
 import io
 import json
 import os
+import subprocess
 import sys
 import tarfile
 
@@ -148,6 +149,45 @@ def test_synthetic_cli(tmp_path, capsys):
     X, _ = _load(out, 3000)
     assert X.shape == (200, 3000) and np.diff(X.indptr).min() >= 50
     assert (tmp_path / "cli.t.svm").exists()
+
+
+# Writes argv[2] (OUT, OUT.gz) under a file size limit (RLIMIT_FSIZE: a write past it fails
+# with EFBIG) and prints, per output, the error and the files left in OUT's folder.
+SIZE_LIMIT_CHILD = r"""
+import json, os, resource, signal, sys
+sys.path.insert(0, sys.argv[1])
+import make_synthetic
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+out = sys.argv[2]
+small = dict(n_features=2000, min_nnz=20, max_nnz=40)
+make_synthetic.generate(out + ".warm", n_rows=10, **small)  # numba's cache files are writes
+os.unlink(out + ".warm")
+resource.setrlimit(resource.RLIMIT_FSIZE, (30_000, resource.RLIM_INFINITY))
+for path in (out, out + ".gz"):
+    try:
+        make_synthetic.generate(path, n_rows=3000, **small)
+        error = None
+    except OSError as exc:
+        error = str(exc)
+    print(json.dumps({"path": path, "error": error,
+                      "files": sorted(os.listdir(os.path.dirname(out)))}))
+"""
+
+
+def test_synthetic_outputs_appear_whole_or_not_at_all(tmp_path, python_env):
+    out = tmp_path / "s.svm"
+    out.write_bytes(b"+1 1:1\n")  # an earlier output, kept when its replacement fails
+    run = subprocess.run([sys.executable, "-c", SIZE_LIMIT_CHILD, TOOLS, str(out)],
+                         env=python_env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    results = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [r["path"] for r in results] == [str(out), f"{out}.gz"]
+    for r in results:
+        assert r["error"] == (f"[Errno 27] file too large (the file system's or the "
+                              f"process's size limit) while writing; nothing was written: "
+                              f"{r['path']!r}")
+        assert r["files"] == ["s.svm"]
+    assert out.read_bytes() == b"+1 1:1\n"
 
 
 # ----------------------------------------------------------------------------------------

@@ -5,9 +5,11 @@ of text, about 50 MB with the defaults) whatever the size of the output. The tex
 produced by a Numba kernel (which releases the GIL) in one thread per core; the file is
 written, and compressed (``.gz``, ``.bz2``, ``.xz`` by extension; gzip level 1, bzip2 9, xz
 preset 1 unless ``--compress-level``: fast settings, as compression sets the pace), by
-a writer thread that overlaps with generation. Plain output runs at about 90-100 MB of text
-per CPU second, so over 100 MB/s with two free cores; gzip -1 manages about 40, gzip -6
-about 12, bzip2 about 10 and xz -1 about 4 (MB of text per CPU second, measured here).
+a writer thread that overlaps with generation, under a temporary name renamed once the
+file is whole (an interrupted or failed run leaves no output, and an earlier one as it
+was). Plain output runs at about 90-100 MB of text per CPU second, so over 100 MB/s with
+two free cores; gzip -1 manages about 40, gzip -6 about 12, bzip2 about 10 and xz -1 about
+4 (MB of text per CPU second, measured here).
 
 Model
 -----
@@ -70,6 +72,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from streamssvm._atomic import atomic_output  # noqa: E402
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -505,17 +512,18 @@ class _Model:
 # Output
 # --------------------------------------------------------------------------------------
 
-def _open_output(path, compress_level):
+def _open_output(raw, path, compress_level):
+    """A writer into the binary file ``raw`` (the temporary file of ``path``), compressing
+    as the extension of ``path`` says."""
     path = os.fspath(path)
-    if path.endswith(".gz"):
-        return gzip.open(path, "wb", compresslevel=1 if compress_level is None
-                         else compress_level)
+    if path.endswith(".gz"):  # the header names path, as gzip.open(path) would
+        return gzip.GzipFile(path, "wb", 1 if compress_level is None else compress_level, raw)
     if path.endswith(".bz2"):
-        return bz2.open(path, "wb", compresslevel=9 if compress_level is None
-                        else compress_level)
+        return bz2.BZ2File(raw, "wb", compresslevel=9 if compress_level is None
+                           else compress_level)
     if path.endswith(".xz"):
-        return lzma.open(path, "wb", preset=1 if compress_level is None else compress_level)
-    return open(path, "wb")
+        return lzma.LZMAFile(raw, "wb", preset=1 if compress_level is None else compress_level)
+    return raw
 
 
 def parse_size(text):
@@ -575,63 +583,64 @@ def _write_stream(model, path, key, n_rows, target_bytes, flip, digits, chunk_ro
     stats = {"n_rows": 0, "nnz": 0, "text_bytes": 0, "n_positive": 0, "n_flipped": 0,
              "min_row_nnz": None, "max_row_nnz": None}
     t0, c0 = time.perf_counter(), time.process_time()
-    f = _open_output(path, compress_level)
-    try:
-        thread = threading.Thread(target=writer, args=(f,), daemon=True)
-        thread.start()
+    with atomic_output(path, overwrite=True) as tmp, open(tmp, "wb") as raw:
+        f = _open_output(raw, path, compress_level)
         try:
-            row0 = 0
-            last_report = t0
-            while not error:
-                todo = chunk_rows if n_rows is None else min(chunk_rows, n_rows - row0)
-                if todo <= 0:
-                    break
-                out = free.get()
-                res = model.run(key, row0, todo, flip, digits, True, out)
-                keep = todo
-                if target_bytes is not None:
-                    cum = stats["text_bytes"] + np.cumsum(res["row_bytes"])
-                    hit = np.searchsorted(cum, target_bytes, side="left")
-                    if hit < todo:
-                        keep = int(hit) + 1
-                rpp = res["rows_per_part"]
-                pieces = []
-                for p in range(res["n_parts"]):
-                    lo, hi = p * rpp, min(todo, (p + 1) * rpp)
-                    if lo >= keep:
+            thread = threading.Thread(target=writer, args=(f,), daemon=True)
+            thread.start()
+            try:
+                row0 = 0
+                last_report = t0
+                while not error:
+                    todo = chunk_rows if n_rows is None else min(chunk_rows, n_rows - row0)
+                    if todo <= 0:
                         break
-                    if hi <= keep:
-                        pieces.append((p, int(res["part_used"][p])))
-                    else:
-                        pieces.append((p, int(res["row_bytes"][lo:keep].sum())))
-                full.put((out, pieces))
-                nnzs = res["nnzs"][:keep]
-                stats["n_rows"] += keep
-                stats["nnz"] += int(nnzs.sum())
-                stats["text_bytes"] += int(res["row_bytes"][:keep].sum())
-                stats["n_positive"] += int((res["labels"][:keep] > 0).sum())
-                stats["n_flipped"] += int(res["flipped"][:keep].sum())
-                lo_nnz, hi_nnz = int(nnzs.min()), int(nnzs.max())
-                stats["min_row_nnz"] = lo_nnz if stats["min_row_nnz"] is None else min(
-                    stats["min_row_nnz"], lo_nnz)
-                stats["max_row_nnz"] = hi_nnz if stats["max_row_nnz"] is None else max(
-                    stats["max_row_nnz"], hi_nnz)
-                row0 += keep
-                if keep < todo:
-                    break
-                now = time.perf_counter()
-                if progress and now - last_report > 2.0:
-                    last_report = now
-                    mb = stats["text_bytes"] / 1e6
-                    print(f"  {path}: {stats['n_rows']:,} rows, {mb:,.0f} MB, "
-                          f"{mb / (now - t0):,.0f} MB/s", file=sys.stderr, flush=True)
+                    out = free.get()
+                    res = model.run(key, row0, todo, flip, digits, True, out)
+                    keep = todo
+                    if target_bytes is not None:
+                        cum = stats["text_bytes"] + np.cumsum(res["row_bytes"])
+                        hit = np.searchsorted(cum, target_bytes, side="left")
+                        if hit < todo:
+                            keep = int(hit) + 1
+                    rpp = res["rows_per_part"]
+                    pieces = []
+                    for p in range(res["n_parts"]):
+                        lo, hi = p * rpp, min(todo, (p + 1) * rpp)
+                        if lo >= keep:
+                            break
+                        if hi <= keep:
+                            pieces.append((p, int(res["part_used"][p])))
+                        else:
+                            pieces.append((p, int(res["row_bytes"][lo:keep].sum())))
+                    full.put((out, pieces))
+                    nnzs = res["nnzs"][:keep]
+                    stats["n_rows"] += keep
+                    stats["nnz"] += int(nnzs.sum())
+                    stats["text_bytes"] += int(res["row_bytes"][:keep].sum())
+                    stats["n_positive"] += int((res["labels"][:keep] > 0).sum())
+                    stats["n_flipped"] += int(res["flipped"][:keep].sum())
+                    lo_nnz, hi_nnz = int(nnzs.min()), int(nnzs.max())
+                    stats["min_row_nnz"] = lo_nnz if stats["min_row_nnz"] is None else min(
+                        stats["min_row_nnz"], lo_nnz)
+                    stats["max_row_nnz"] = hi_nnz if stats["max_row_nnz"] is None else max(
+                        stats["max_row_nnz"], hi_nnz)
+                    row0 += keep
+                    if keep < todo:
+                        break
+                    now = time.perf_counter()
+                    if progress and now - last_report > 2.0:
+                        last_report = now
+                        mb = stats["text_bytes"] / 1e6
+                        print(f"  {path}: {stats['n_rows']:,} rows, {mb:,.0f} MB, "
+                              f"{mb / (now - t0):,.0f} MB/s", file=sys.stderr, flush=True)
+            finally:
+                full.put(None)
+                thread.join()
         finally:
-            full.put(None)
-            thread.join()
-    finally:
-        f.close()
-    if error:
-        raise error[0]
+            f.close()
+        if error:
+            raise error[0]
     seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
     stats.update(path=os.fspath(path), seconds=seconds, cpu_seconds=cpu_seconds,
                  file_bytes=os.path.getsize(path),
