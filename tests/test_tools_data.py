@@ -151,6 +151,36 @@ def test_synthetic_cli(tmp_path, capsys):
     assert (tmp_path / "cli.t.svm").exists()
 
 
+@pytest.mark.parametrize("name, options, message", [
+    ("s.svm", ["--chunk-rows", "0"], "argument --chunk-rows: must be >= 1, got 0"),
+    ("s.svm", ["--test-rows", "-5"], "argument --test-rows: must be >= 0, got -5"),
+    ("s.svm", ["--test-fraction", "-0.5"], "argument --test-fraction: must be >= 0, got -0.5"),
+    ("s.svm", ["--density", "2"], "argument --density: must be in (0, 1], got 2.0"),
+    ("s.svm", ["--test-rows", "5", "--test-out", "{dir}/./s.svm"],
+     "argument --test-out: is the training output"),
+    ("s.svm", ["--test-out", "{dir}/t.svm"], "argument --test-out: is given, but no test rows"),
+    ("s.svm", ["--compress-level", "5"],
+     "argument --compress-level: applies to .gz, .bz2 and .xz outputs only"),
+    ("s.svm.gz", ["--compress-level", "12"],
+     "argument --compress-level: must be in 0..9 for .gz output, got 12"),
+])
+def test_synthetic_cli_refuses_bad_options_before_any_work(tmp_path, capsys, name, options,
+                                                           message):
+    out = tmp_path / name
+    out.write_bytes(b"+1 1:1\n")  # an earlier output
+    with pytest.raises(SystemExit) as exc:
+        make_synthetic.main([str(out), "--rows", "100", "--features", "3000", "--quiet",
+                             *(o.format(dir=tmp_path) for o in options)])
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+    assert os.listdir(tmp_path) == [name] and out.read_bytes() == b"+1 1:1\n"
+
+
+def test_synthetic_generate_names_a_bad_argument(tmp_path):
+    with pytest.raises(ValueError, match=r"density must be in \(0, 1\], got -1"):
+        make_synthetic.generate(tmp_path / "s.svm", n_rows=10, density=-1)
+    assert not os.listdir(tmp_path)
+
+
 # Writes argv[2] (OUT, OUT.gz) under a file size limit (RLIMIT_FSIZE: a write past it fails
 # with EFBIG) and prints, per output, the error and the files left in OUT's folder.
 SIZE_LIMIT_CHILD = r"""

@@ -76,7 +76,7 @@ from numba import njit
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from streamssvm._atomic import atomic_output  # noqa: E402
+from streamssvm._atomic import atomic_output, check_output  # noqa: E402
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -418,20 +418,9 @@ def _seed_key(*parts):
 class _Model:
     def __init__(self, n_features, model_seed, zipf_exponent, density, min_nnz, max_nnz,
                  row_length, noise, pos_fraction, n_threads):
-        if not 1 <= min_nnz <= max_nnz:
-            raise ValueError(f"need 1 <= min_nnz <= max_nnz, got {min_nnz}, {max_nnz}")
-        if max_nnz >= 1 << 20:
-            raise ValueError("max_nnz must be below 2^20")
-        if max_nnz > n_features:
-            raise ValueError(f"max_nnz ({max_nnz}) exceeds n_features ({n_features})")
-        if row_length not in _LEN_CODES:
-            raise ValueError(f"row_length must be one of {sorted(_LEN_CODES)}")
-        if not 0.0 < pos_fraction < 1.0:
-            raise ValueError("pos_fraction must be in (0, 1)")
+        """Arguments checked by :func:`generate`."""
         rng = np.random.default_rng([int(model_seed), 0x5EED])
         a, b, n = float(zipf_exponent), _ZIPF_OFFSET, n_features
-        if a <= 0.0:
-            raise ValueError("zipf_exponent must be positive")
         if a == 1.0:
             lo, span = math.log(1.0 + b), math.log((n + 1.0 + b) / (1.0 + b))
             cdf = np.log((np.arange(1, n + 2) + b) / (1.0 + b)) / span
@@ -512,16 +501,24 @@ class _Model:
 # Output
 # --------------------------------------------------------------------------------------
 
+_LEVELS = {".gz": range(10), ".bz2": range(1, 10), ".xz": range(10)}  # gzip, bzip2, xz -N
+
+
+def _compression(path):
+    """The compressed extension ``path`` ends with, or ""."""
+    return next((ext for ext in _LEVELS if os.fspath(path).endswith(ext)), "")
+
+
 def _open_output(raw, path, compress_level):
     """A writer into the binary file ``raw`` (the temporary file of ``path``), compressing
     as the extension of ``path`` says."""
-    path = os.fspath(path)
-    if path.endswith(".gz"):  # the header names path, as gzip.open(path) would
+    path, compression = os.fspath(path), _compression(path)
+    if compression == ".gz":  # the header names path, as gzip.open(path) would
         return gzip.GzipFile(path, "wb", 1 if compress_level is None else compress_level, raw)
-    if path.endswith(".bz2"):
+    if compression == ".bz2":
         return bz2.BZ2File(raw, "wb", compresslevel=9 if compress_level is None
                            else compress_level)
-    if path.endswith(".xz"):
+    if compression == ".xz":
         return lzma.LZMAFile(raw, "wb", preset=1 if compress_level is None else compress_level)
     return raw
 
@@ -543,19 +540,14 @@ def _test_path(path):
     """synth.svm -> synth.t.svm; synth.svm.gz -> synth.t.svm.gz; synth -> synth.t"""
     path = os.fspath(path)
     head, name = os.path.split(path)
-    comp = ""
-    for ext in (".gz", ".bz2", ".xz"):
-        if name.endswith(ext):
-            name, comp = name[: -len(ext)], ext
-    stem, ext = os.path.splitext(name)
+    comp = _compression(name)
+    stem, ext = os.path.splitext(name[:len(name) - len(comp)])
     return os.path.join(head, f"{stem}.t{ext}{comp}")
 
 
 def _write_stream(model, path, key, n_rows, target_bytes, flip, digits, chunk_rows,
                   compress_level, progress):
     """Generate and write rows until n_rows rows or target_bytes of text, whichever first."""
-    if n_rows is None and target_bytes is None:
-        raise ValueError("give n_rows or target_bytes")
     n_parts = max(1, 2 * model.n_threads)
     cap = model.part_capacity(chunk_rows, n_parts, digits)
     free = queue.Queue()
@@ -649,12 +641,37 @@ def _write_stream(model, path, key, n_rows, target_bytes, flip, digits, chunk_ro
     return stats
 
 
+class OptionError(ValueError):
+    """A bad argument of :func:`generate`, found before any work: ``param`` names it."""
+
+    def __init__(self, param, problem):
+        super().__init__(f"{param} {problem}")
+        self.param, self.problem = param, problem
+
+
+def _require(ok, param, problem):
+    if not ok:
+        raise OptionError(param, problem)
+
+
+# main's option of each argument of generate
+_OPTIONS = {"path": "out", "n_rows": "--rows", "target_bytes": "--target-bytes",
+            "min_nnz": "--min-nnz", "max_nnz": "--max-nnz", "row_length": "--row-length",
+            "zipf_exponent": "--zipf", "density": "--density", "pos_fraction": "--pos-fraction",
+            "flip": "--flip", "digits": "--digits", "test_rows": "--test-rows",
+            "test_fraction": "--test-fraction", "chunk_rows": "--chunk-rows",
+            "n_threads": "--threads", "test_path": "--test-out",
+            "compress_level": "--compress-level"}
+
+
 def generate(path, n_rows=None, target_bytes=None, n_features=50000, seed=0, model_seed=0,
              flip=0.05, *, density=0.05, zipf_exponent=1.0, min_nnz=50, max_nnz=200,
              row_length="uniform", noise=0.1, pos_fraction=0.5, digits=7,
              test_path=None, test_rows=None, test_fraction=None, chunk_rows=8192,
-             compress_level=None, n_threads=None, progress=False):
+             compress_level=None, n_threads=None, progress=False, make_dirs=False):
     """Write a synthetic svmlight file (and optionally a test file from the same model).
+
+    Every argument is checked before any work (:class:`OptionError` names a bad one).
 
     Parameters
     ----------
@@ -689,7 +706,8 @@ def generate(path, n_rows=None, target_bytes=None, n_features=50000, seed=0, mod
     digits : int
         Significant digits of the values (1..12).
     test_path : str, optional
-        Test file (default: ``path`` with ``.t`` before the extension).
+        Test file (default: ``path`` with ``.t`` before the extension), written if
+        ``test_rows`` or ``test_fraction`` is given.
     test_rows : int, optional
         Rows of the test file (same model, row stream 1 of ``seed``).
     test_fraction : float, optional
@@ -702,6 +720,8 @@ def generate(path, n_rows=None, target_bytes=None, n_features=50000, seed=0, mod
         Threads generating in parallel (default: all cores).
     progress : bool
         Print progress on stderr.
+    make_dirs : bool
+        Create the folders of the outputs (once the arguments are checked).
 
     Returns
     -------
@@ -710,21 +730,60 @@ def generate(path, n_rows=None, target_bytes=None, n_features=50000, seed=0, mod
         max_row_nnz, seconds, cpu_seconds, mb_per_s, mb_per_cpu_s, path, n_features; and ``test`` (the same for the
         test file) when one was written.
     """
+    if n_rows is None and target_bytes is None:
+        raise OptionError("n_rows", "or target_bytes must be given")
     if target_bytes is not None:
-        target_bytes = parse_size(target_bytes)
-        if target_bytes <= 0:
-            raise ValueError("target_bytes must be positive")
-    if n_rows is not None and n_rows < 0:
-        raise ValueError("n_rows must be >= 0")
-    if not 0.0 <= flip <= 1.0:
-        raise ValueError("flip must be in [0, 1]")
-    if not 1 <= digits <= 12:
-        raise ValueError("digits must be in 1..12")
+        try:
+            target_bytes = parse_size(target_bytes)
+        except ValueError:
+            raise OptionError("target_bytes", f"is not a size such as 200M or 4G: "
+                                              f"{target_bytes!r}") from None
+        _require(target_bytes > 0, "target_bytes", f"must be positive, got {target_bytes}")
+    _require(n_rows is None or n_rows >= 0, "n_rows", f"must be >= 0, got {n_rows}")
+    _require(1 <= min_nnz <= max_nnz, "min_nnz", f"must be in 1..{max_nnz} (the maximum), "
+                                                 f"got {min_nnz}")
+    _require(max_nnz < 1 << 20, "max_nnz", f"must be below 2^20, got {max_nnz}")
+    _require(max_nnz <= n_features, "max_nnz", f"({max_nnz}) exceeds the number of features "
+                                               f"({n_features})")
+    _require(row_length in _LEN_CODES, "row_length", f"must be one of {sorted(_LEN_CODES)}, "
+                                                     f"got {row_length!r}")
+    _require(zipf_exponent > 0, "zipf_exponent", f"must be positive, got {zipf_exponent}")
+    _require(0 < density <= 1, "density", f"must be in (0, 1], got {density}")
+    _require(0 < pos_fraction < 1, "pos_fraction", f"must be in (0, 1), got {pos_fraction}")
+    _require(0 <= flip <= 1, "flip", f"must be in [0, 1], got {flip}")
+    _require(1 <= digits <= 12, "digits", f"must be in 1..12, got {digits}")
+    _require(test_rows is None or test_rows >= 0, "test_rows", f"must be >= 0, got {test_rows}")
+    _require(test_fraction is None or 0 <= test_fraction < math.inf, "test_fraction",
+             f"must be >= 0, got {test_fraction}")
+    _require(chunk_rows >= 1, "chunk_rows", f"must be >= 1, got {chunk_rows}")
+    _require(n_threads is None or n_threads >= 1, "n_threads", f"must be >= 1, got {n_threads}")
+    outputs = {"path": path}
+    if test_rows is not None or test_fraction is not None:
+        outputs["test_path"] = tpath = _test_path(path) if test_path is None else test_path
+        _require(os.path.realpath(tpath) != os.path.realpath(path), "test_path",
+                 f"is the training output {path}")
+    else:
+        _require(test_path is None, "test_path", "is given, but no test rows nor test "
+                                                 "fraction")
+    if compress_level is not None:
+        compressions = {_compression(p) for p in outputs.values()} - {""}
+        _require(compressions, "compress_level", "applies to .gz, .bz2 and .xz outputs only")
+        for ext in compressions:
+            levels = _LEVELS[ext]
+            _require(compress_level in levels, "compress_level", f"must be in {levels[0]}.."
+                     f"{levels[-1]} for {ext} output, got {compress_level}")
+    for param, output in outputs.items():
+        try:
+            if make_dirs:
+                os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+            check_output(output, overwrite=True)
+        except OSError as exc:
+            raise OptionError(param, f"{output}: {exc.strerror}") from None
     if n_threads is None:
         n_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
             else (os.cpu_count() or 1)
     model = _Model(int(n_features), model_seed, zipf_exponent, density, min_nnz, max_nnz,
-                   row_length, noise, pos_fraction, max(1, int(n_threads)))
+                   row_length, noise, pos_fraction, int(n_threads))
     common = dict(flip=flip, digits=digits, chunk_rows=int(chunk_rows),
                   compress_level=compress_level, progress=progress)
     stats = _write_stream(model, path, _seed_key(seed, 0), n_rows, target_bytes, **common)
@@ -732,9 +791,8 @@ def generate(path, n_rows=None, target_bytes=None, n_features=50000, seed=0, mod
     if test_fraction is not None and test_rows is None:
         test_rows = int(math.ceil(test_fraction * stats["n_rows"]))
     if test_rows is not None:
-        tpath = test_path if test_path is not None else _test_path(path)
-        stats["test"] = _write_stream(model, tpath, _seed_key(seed, 1), int(test_rows), None,
-                                      **common)
+        stats["test"] = _write_stream(model, outputs["test_path"], _seed_key(seed, 1),
+                                      int(test_rows), None, **common)
         stats["test"]["n_features"] = int(n_features)
     return stats
 
@@ -785,17 +843,19 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.rows is None and args.target_bytes is None:
         ap.error("give --rows or --target-bytes")
-    out_dir = os.path.dirname(os.path.abspath(args.out))
-    os.makedirs(out_dir, exist_ok=True)
-    stats = generate(args.out, n_rows=args.rows, target_bytes=args.target_bytes,
-                     n_features=args.features, seed=args.seed, model_seed=args.model_seed,
-                     flip=args.flip, density=args.density, zipf_exponent=args.zipf,
-                     min_nnz=args.min_nnz, max_nnz=args.max_nnz, row_length=args.row_length,
-                     noise=args.noise, pos_fraction=args.pos_fraction, digits=args.digits,
-                     test_path=args.test_out, test_rows=args.test_rows,
-                     test_fraction=args.test_fraction, chunk_rows=args.chunk_rows,
-                     compress_level=args.compress_level, n_threads=args.threads,
-                     progress=not args.quiet)
+    try:
+        stats = generate(args.out, n_rows=args.rows, target_bytes=args.target_bytes,
+                         n_features=args.features, seed=args.seed, model_seed=args.model_seed,
+                         flip=args.flip, density=args.density, zipf_exponent=args.zipf,
+                         min_nnz=args.min_nnz, max_nnz=args.max_nnz,
+                         row_length=args.row_length, noise=args.noise,
+                         pos_fraction=args.pos_fraction, digits=args.digits,
+                         test_path=args.test_out, test_rows=args.test_rows,
+                         test_fraction=args.test_fraction, chunk_rows=args.chunk_rows,
+                         compress_level=args.compress_level, n_threads=args.threads,
+                         progress=not args.quiet, make_dirs=True)
+    except OptionError as exc:
+        ap.error(f"argument {_OPTIONS[exc.param]}: {exc.problem}")
     print(_summary(stats))
     if "test" in stats:
         print(_summary(stats["test"]))
