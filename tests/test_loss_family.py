@@ -229,6 +229,22 @@ def test_conjugate_closed_forms_of_the_paper():
         b * theta + sigma / 2 * math.log(1 + math.tan(-b) ** 2), rel=1e-15)
 
 
+@pytest.mark.parametrize("name, sigma", [("logistic", 1.0), ("smooth_plus", 2.0 ** -3),
+                                         ("smooth_plus", 1e10)])
+def test_logistic_conjugate_keeps_full_precision_near_the_domain_ends(name, sigma):
+    """psi*(b) = b theta + sigma ((-b) log(-b) + (1 + b) log(1 + b)): near b = 0 the second
+    term is ~sigma b, which log(1 + b) lost once 1 + b rounded to 1 (2.5% off at b = -1e-17)."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 50
+    loss = get_loss(name, sigma=sigma, theta=0.0) if name == "smooth_plus" else get_loss(name)
+    bs = [-1e-300, -1e-100, -1e-17, -1e-12, -1e-10, -1e-5, -0.5, -1.0 + 1e-10, -1.0 + 2.0 ** -53]
+    for b, value in zip(bs, loss.conjugate(np.array(bs))):
+        x = mp.mpf(b)
+        ref = mp.mpf(sigma) * (-x * mp.log(-x) + (1 + x) * mp.log1p(x))
+        assert value == pytest.approx(float(ref), rel=1e-14, abs=0), b
+    assert loss.conjugate(-1.0) == 0.0 and loss.conjugate(0.0) == 0.0
+
+
 def test_ndtri_matches_scipy():
     p = np.concatenate([np.geomspace(1e-300, 0.5, 4001), np.linspace(0.5, 1 - 1e-12, 2001)])
     mine = np.array([_scalar.ndtri(x) for x in p])

@@ -450,11 +450,13 @@ def _conjugate(code, b, sigma, theta):
     if code == LOGISTIC:
         if not (-1.0 <= b <= 0.0):
             return inf, math.nan
-        value = b * theta + sigma * (_xlogx(-b) + _xlogx(1.0 + b))
+        if b == -1.0:
+            return -theta, -inf
+        # (1 + b) log1p(b), not log(1 + b): 1 + b rounds to 1 for |b| < 1e-16 (was 2.5% off
+        # at b = -1e-17); the two terms share their sign, so the sum does not cancel
+        value = b * theta + sigma * (_xlogx(-b) + (1.0 + b) * math.log1p(b))
         if b == 0.0:
             return value, inf
-        if b == -1.0:
-            return value, -inf
         return value, theta - sigma * (math.log(-b) - math.log1p(b))
     if code == HINGE:
         if not (-1.0 <= b <= 0.0):
