@@ -102,6 +102,30 @@ def test_kh_hinge_is_neither_convex_nor_monotone():
         loss.conjugate(-0.5)
 
 
+@pytest.mark.parametrize("h", [0.125, 0.5, 1e10])
+def test_kh_hinge_keeps_full_precision_near_its_ends(h):
+    """At u = (theta - a) / h -> -1 psi ~ (1 + u)^3 and psi' ~ (1 + u)^2: the expanded
+    polynomials cancelled there to a wrong sign (h = 1e10, a = 1e10: psi = +1.1e-6, not
+    -1.25e-20); psi'' ~ 1 - u^2 cancelled at both ends. Against the expanded polynomials in
+    mpmath at 100 digits (they lose 45 of them at 1 + u = 1e-15)."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 100
+    loss = get_loss("kh_hinge", h=h, theta=1.0)
+    delta = np.geomspace(1e-15, 0.1, 43)
+    a = np.concatenate([1.0 + h * (1.0 - delta), 1.0 - h * (1.0 - delta)])  # u -> -1, +1
+    mine = np.stack(loss.derivatives(a))
+    for i, x in enumerate(a):
+        t = 1 - mp.mpf(float(x))
+        u = t / h
+        big_h = mp.mpf(1) / 2 + mp.mpf(15) / 16 * (u - 2 * u ** 3 / 3 + u ** 5 / 5)
+        dh = mp.mpf(15) / 16 * (1 - u * u) ** 2
+        ref = (t * big_h, -(big_h + u * dh), mp.mpf(15) / 8 * (1 - u * u) * (1 - 3 * u * u) / h)
+        for j in range(3):
+            assert mine[j, i] == pytest.approx(float(ref[j]), rel=1e-13, abs=0), (x, j)
+    # a subnormal h, whose 1 / h overflows: psi'' = inf at t = 0, no NaN
+    assert get_loss("kh_hinge", h=5e-324, theta=0.0).derivatives(np.zeros(1)) == (0.0, -0.5, np.inf)
+
+
 @pytest.mark.parametrize("name,params", CASES, ids=IDS)
 def test_lipschitz_constant_is_sup_of_curvature(name, params):
     loss = get_loss(name, **params)

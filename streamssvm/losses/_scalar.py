@@ -143,15 +143,21 @@ def _smooth_squared_hinge(a, sigma, theta):
 def _kh_hinge(a, h, theta):
     # K_h(a) = t H(t / h), H the integrated biweight kernel; neither convex nor monotone
     t = theta - a
-    u = t / h
-    if u <= -1.0:
+    if t <= -h:
         return 0.0, 0.0, 0.0
-    if u >= 1.0:
+    if t >= h:
         return t, -1.0, 0.0
-    u2 = u * u
-    big_h = 0.5 + 0.9375 * u * (1.0 - u2 * (2.0 / 3.0) + u2 * u2 * 0.2)
-    dh = 0.9375 * (1.0 - u2) * (1.0 - u2)
-    return t * big_h, -(big_h + u * dh), 1.875 * (1.0 - u2) * (1.0 - 3.0 * u2) / h
+    # factored at u = -1, where the expanded H and H + u H' cancel (to a wrong sign):
+    # H = w^3 (8 - 9u + 3u^2) / 16, H + u H' = w^2 (4 + 7u - 18u^2 + 9u^3) / 8, w = 1 + u,
+    # w and 1 - u from t +- h (exact by Sterbenz where they cancel), free of u's rounding
+    inv = 1.0 / h
+    if inv == math.inf:  # h subnormal: t = 0 or a few ulp, psi'' overflows
+        return t * 0.5, -0.5, inv
+    u = t * inv
+    w = (t + h) * inv
+    big_h = w * w * w * (8.0 + u * (3.0 * u - 9.0)) * 0.0625
+    slope = -(w * w * (4.0 + u * (7.0 + u * (9.0 * u - 18.0))) * 0.125)
+    return t * big_h, slope, 1.875 * w * ((h - t) * inv) * (1.0 - 3.0 * u * u) * inv
 
 
 @njit(cache=True, nogil=True)
