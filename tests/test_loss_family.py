@@ -269,6 +269,21 @@ def test_logistic_conjugate_keeps_full_precision_near_the_domain_ends(name, sigm
     assert loss.conjugate(-1.0) == 0.0 and loss.conjugate(0.0) == 0.0
 
 
+@pytest.mark.parametrize("sigma", [2.0 ** -3, 1e10])
+@pytest.mark.parametrize("theta", [2.0 ** -40, 1.0])
+def test_smooth_absolute_conjugate_keeps_its_log_cos_term(sigma, theta):
+    """psi*(b) = b theta - sigma log(cos b): cos b rounded to 1 for |b| < 1e-8 and the term
+    sigma b^2 / 2 was lost (sigma = 1e10, b = -1e-10: -1e-10 for -5e-11)."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 50
+    loss = get_loss("smooth_absolute", sigma=sigma, theta=theta)
+    bs = [1e-300, 1e-150, 1e-17, 1e-10, 1e-5, 0.5, 1.5, 1.5707963267948963]
+    bs = np.array(bs + [-b for b in bs])
+    for b, value in zip(bs, loss.conjugate(bs)):
+        ref = mp.mpf(b) * theta - sigma * mp.log(mp.cos(mp.mpf(b)))
+        assert value == pytest.approx(float(ref), rel=1e-14, abs=0), b
+
+
 def test_ndtri_matches_scipy():
     p = np.concatenate([np.geomspace(1e-300, 0.5, 4001), np.linspace(0.5, 1 - 1e-12, 2001)])
     mine = np.array([_scalar.ndtri(x) for x in p])

@@ -483,7 +483,9 @@ def _conjugate(code, b, sigma, theta):
     if code == SMOOTH_ABSOLUTE:
         if not (abs(b) < _HALF_PI):
             return inf, math.nan
-        return b * theta - sigma * math.log(math.cos(b)), theta + sigma * math.tan(b)
+        # -log cos b = log1p(tan^2 b) / 2: cos b rounds to 1 for |b| < 1e-8, losing sigma b^2 / 2
+        tan_b = math.tan(b)
+        return b * theta + 0.5 * sigma * math.log1p(tan_b * tan_b), theta + sigma * tan_b
     if code == SMOOTH_SQUARED_HINGE:
         if b > 0.0:
             return inf, math.nan
