@@ -230,6 +230,41 @@ def test_sdca_step_brackets_beyond_the_points_newton_tried():
                               rel=1e-13, abs=1e-13)
 
 
+@pytest.mark.parametrize("loss, m, q", [("psi_m:sigma=1", -1e10, 1e100),
+                                        ("squared_hinge", -1e300, 1e10),
+                                        ("smooth_squared_hinge:sigma=1", -1e300, 1e10)])
+def test_sdca_step_brackets_roots_beyond_2_to_the_53(loss, m, q):
+    """The doubling search for the bracket's far end stepped from its near end by 1, a
+    no-op once that end passed 2^53: psi_m (m = -1e10, q = 1e100) ran out of bisections at
+    z = 2.5e40 (the root is 1.36e33), the squared hinges (m = -1e300, q = 1e10, where
+    q psi'(m) overflows) returned z = inf. The root is checked by the sign of
+    g(z) = z + q psi'(z) - m at 60 digits, 4 ulp either side of z."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 60
+    from streamssvm.kernels.stochastic import _prox_margin
+
+    named = get_loss(loss)
+    code, sigma, theta, params = named.code, named.sigma, named.theta, named.params
+    s, th = mp.mpf(sigma), mp.mpf(theta)
+
+    def slope(z):  # psi'(z) at 60 digits
+        t = th - z
+        if named.name == "psi_m":  # -(1 + t / h) / 2, h = sqrt(t^2 + s^2), without cancelling
+            h = mp.sqrt(t * t + s * s)
+            return -s * s / (2 * h * (h - t))
+        if named.name == "squared_hinge":
+            return -2 * max(t, 0)
+        return -2 * s * mp.log1p(mp.exp(t / s)) / (1 + mp.exp(-t / s))  # -2 p sigmoid
+
+    for start in (np.nan, m, 0.0):
+        z = _prox_margin(code, m, q, sigma, theta, params, start)[0]
+        assert np.isfinite(z), start
+        step = 4 * np.spacing(abs(z))
+        for side, sign in ((z - step, -1), (z + step, 1)):
+            x = mp.mpf(float(side))
+            assert sign * (x + q * slope(x) - m) >= 0, (start, z)
+
+
 @pytest.mark.parametrize("loss", ["psi_g:sigma=0.015625", "squared_hinge", "hinge"])
 def test_sdca_shrinking_skips_settled_rows_and_keeps_the_optimum(data, loss):
     """Rows that a sweep finds past the kink, their alpha matching their margin, are

@@ -436,7 +436,8 @@ def _bracket(code, m_rest, q, sigma, theta, params, lo, hi):
     """The bracket of :func:`_prox_margin`'s root: ``(lo, hi)`` (from the points tried)
     cut to m_rest and m_rest - q psi'(m_rest). Where that second end is far (more than
     16 max(1, |m_rest|) away) or infinite (psi' overflowed: the exponential loss far below
-    its kink), it is found instead by steps doubling from 1 beyond the bracket's near end
+    its kink), it is found instead by steps doubling from max(1, eps |near end|) (from 1
+    alone, a near end past 2^53 did not move) beyond the bracket's near end
     (m_rest, or a point tried past it: from m_rest, a first step inside the points tried
     ended the search with that end still infinite, and bisection returned z = inf), so
     that bisection starts within twice the root's distance."""
@@ -446,7 +447,7 @@ def _bracket(code, m_rest, q, sigma, theta, params, lo, hi):
     if abs(far - m_rest) <= 16.0 * max(1.0, abs(m_rest)):
         return lo, hi
     near = lo if slope0 < 0.0 else hi
-    width = 1.0
+    width = max(1.0, _ULP * abs(near))
     for _ in range(1100):  # doublings from 1 pass any float
         trial = near + width if slope0 < 0.0 else near - width
         if not (lo < trial < hi):
