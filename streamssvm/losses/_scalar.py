@@ -198,11 +198,13 @@ def _smooth_relu(a, sigma, theta):
     return value, -slope, curvature
 
 
-# ---- the tabulated family: G(v) piecewise quintic on a grid uniform in asinh(v) ----------
+# ---- the tabulated family: G(v) piecewise quintic on a grid uniform in T(v) ----------------
+# T(v) = asinh(v) + clip(v, c_lo, c_hi) / c: relative spacing dx in the tails, at most c dx
+# on [c_lo, c_hi] (1 / c = 0: uniform in asinh(v), as tables built before the cap)
 # params layout (built by streamssvm.losses.family):
-#   [0] layout tag (1), [1] n intervals, [2] asinh(v_lo), [3] 1 / dx,
+#   [0] layout tag (1), [1] n intervals, [2] T(v_lo), [3] 1 / dx,
 #   [4] v_lo, [5] G(v_lo), [6] Phi(v_lo), [7] left tail exponent q (< 0: linear tail),
-#   [8] v_hi, [9] G(v_hi), [10] Phi(v_hi), [11..15] reserved,
+#   [8] v_hi, [9] G(v_hi), [10] Phi(v_hi), [11] c_lo, [12] c_hi, [13] 1 / c, [14..15] reserved,
 #   then 8 numbers per interval k: v_k, h_k, c0..c5 with G(v_k + s h_k) = sum c_j s^j.
 _HEADER = 16
 _STRIDE = 8
@@ -229,10 +231,11 @@ def _family_g(v, params):
         slope1 = params[10]
         return params[9] + slope1 * (v - v_hi), slope1, 0.0
     n = int(params[1])
-    k = int((math.asinh(v) - params[2]) * params[3])
+    k = int((math.asinh(v) + min(max(v, params[11]), params[12]) * params[13] - params[2])
+            * params[3])
     k = min(max(k, 0), n - 1)
     base = _HEADER + _STRIDE * k
-    if v < params[base] and k > 0:  # asinh rounding near a node
+    if v < params[base] and k > 0:  # T's rounding near a node
         k -= 1
         base -= _STRIDE
     elif k < n - 1 and v >= params[base + _STRIDE]:

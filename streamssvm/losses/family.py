@@ -20,9 +20,13 @@ generated module that the cached kernels call, defeats or silently stales numba'
 So the user's functions are called once, vectorised, at construction, and G is stored as a
 C^2 piecewise-quintic Hermite interpolant (G, G' = Phi_c, G'' = Phi_c' matched at every node)
 on nodes v_k = sinh(k dx), k = -M..M, which are uniform in asinh(v): spacing dx near 0,
-relative spacing dx in the tails, |v| up to 1e16 with about 2 * 37.5 / dx nodes. The code
-``FAMILY`` evaluates it in Numba (one asinh for the interval, a Horner step) from a float64
-parameter array; psi, psi' and psi'' are the exact derivatives of one interpolant, so line
+relative spacing dx in the tails, |v| up to 1e16 with about 2 * 37.5 / dx nodes. Relative
+spacing is too coarse for a fast-growing Phi_c (exp(v): 9.5 times psi near v = 690, psi''
+20% off at v = 400): where the midpoint error exceeds 1e-13 the nodes are made uniform in
+T(v) = asinh(v) + clip(v, c_lo, c_hi) / c instead, the spacing capped at c dx on the span
+of the bad intervals, with at most 2^14 more nodes (exp(v): 22,117 nodes, error 1.9e-13).
+The code ``FAMILY`` evaluates it in Numba (one asinh for the interval, a Horner step) from a
+float64 parameter array; psi, psi' and psi'' are the exact derivatives of one interpolant, so line
 searches and Newton steps see a consistent function. Beyond the nodes: linear on the right
 (G'' = 0), and on the left a power law G = G(v_lo) (v_lo / v)^q that matches G and Phi_c
 (exact for the power tails of psi_M-like Phi_c), or linear when G(v_lo) <= 0.
@@ -41,10 +45,11 @@ vs psi_M: 5.7e-14 and 4.4e-11; the sigmoid vs logistic: 5.4e-14 and 7e-12. With 
 the three errors grow to 5e-14, 3.3e-12 and 4.3e-10. The tests assert 1e-14, 1e-12 and
 1e-10. The table cannot be more accurate than the user's function: 0.5 (1 + v / sqrt(1 + v^2))
 cancels for v << 0, and built from it psi carries that error (2.5e-9 relative). Phi_c' by a
-two-level Richardson central difference (error ~5e-14) when it is not given. Each table also
-measures its own error at the interval midpoints (``Loss.info.max_value_error``,
-``max_slope_error``). Evaluating a FAMILY loss costs about 1.7 times psi_G (one asinh and
-a table read instead of erfc and exp).
+two-level Richardson central difference (error ~5e-14; first step 1e-2 max(1, |v|), shrunk
+with the capped spacing) when it is not given. Each table also measures its own error at the
+interval midpoints (``Loss.info.max_value_error``, ``max_slope_error``); :func:`family_loss`
+warns when it exceeds 1e-8. Evaluating a FAMILY loss costs about 1.7 times psi_G (one asinh,
+a clip and a table read instead of erfc and exp).
 
 The theorem's conditions are checked on the nodes at construction: Phi_c' >= 0 (item 2,
 convexity), Phi_c'(v) v + phi_c'(v) = 0 when phi_c is given (in integrated form), and
@@ -53,6 +58,7 @@ raises ValueError naming the condition and a v where it fails.
 """
 
 import hashlib
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,6 +67,11 @@ from . import _scalar
 
 _HEADER = _scalar._HEADER
 _STRIDE = _scalar._STRIDE
+# a table refines where its midpoint error exceeds _TARGET_ERROR, adding at most _EXTRA_NODES
+# nodes; family_loss warns above _WARN_ERROR
+_TARGET_ERROR = 1e-13
+_EXTRA_NODES = 2 ** 14
+_WARN_ERROR = 1e-8
 # 8-point Gauss-Legendre rule on [0, 1]
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
 _GL_X = 0.5 * (_GL_X + 1.0)
@@ -132,17 +143,19 @@ def _call(f, v, what):
     return out
 
 
-def _richardson_derivative(f, v, what):
-    """f'(v) by central differences with two Richardson steps (error ~1e-13 for smooth f)."""
-    h = 1e-2 * np.maximum(1.0, np.abs(v))
+def _richardson_derivative(f, v, what, shrink=1.0):
+    """f'(v) by central differences with two Richardson steps (error ~1e-13 for smooth f),
+    the first step 1e-2 max(1, |v|) times ``shrink`` (the nodes' spacing against asinh's)."""
+    h = 1e-2 * np.maximum(1.0, np.abs(v)) * shrink
 
     def central(step):
         return (_call(f, v + step, what) - _call(f, v - step, what)) / (2.0 * step)
 
-    d1, d2, d4 = central(h), central(h / 2), central(h / 4)
-    r1 = (4.0 * d2 - d1) / 3.0
-    r2 = (4.0 * d4 - d2) / 3.0
-    return (16.0 * r2 - r1) / 15.0
+    with np.errstate(all="ignore"):  # inf - inf where f overflows: outside the finite window
+        d1, d2, d4 = central(h), central(h / 2), central(h / 4)
+        r1 = (4.0 * d2 - d1) / 3.0
+        r2 = (4.0 * d4 - d2) / 3.0
+        return (16.0 * r2 - r1) / 15.0
 
 
 def _quintic_coefficients(v, g, dg, d2g):
@@ -206,6 +219,13 @@ def _describe(f):
 def build_table(Phi_c, phi_c=None, dPhi_c=None, phi0=None, dx=1.0 / 128, v_max=1e16):
     """The float64 parameter array of a family member and its :class:`FamilyInfo`.
 
+    The nodes are uniform in asinh(v) first. Where that table's error at the interval
+    midpoints exceeds ``_TARGET_ERROR`` (a fast-growing Phi_c: exp(v) had 7.1 near v = 690,
+    its spacing there v dx = 5.4), it is built again with the spacing capped on the span of
+    those intervals (see ``_nodes``), by the quintic's h^6 error law, at most ``_EXTRA_NODES``
+    more nodes; the refined table is kept if it halves the error (it does not where the error
+    is the user's function's own rounding, as 0.5 (1 + v / sqrt(1 + v^2)) for v << 0).
+
     Parameters
     ----------
     Phi_c, phi_c, dPhi_c : callable or str
@@ -231,11 +251,56 @@ def build_table(Phi_c, phi_c=None, dPhi_c=None, phi0=None, dx=1.0 / 128, v_max=1
         raise ValueError("Phi_c is required")
     if not (0 < dx <= 0.25):
         raise ValueError(f"dx must be in (0, 0.25], got {dx}")
-    m = int(np.ceil(np.arcsinh(v_max) / dx))
-    v = np.sinh(np.arange(-m, m + 1) * dx)
-    v[m] = 0.0
+    params, info, errors, v = _table(Phi, phi, dPhi, phi0, dx, _nodes(dx, v_max, 0.0, 0.0, 0.0))
+    bad = np.flatnonzero(errors > _TARGET_ERROR)
+    if bad.size:  # the cap spans one interval more each side: the window may grow
+        h = np.diff(v)
+        cap_lo = min(0.0, float(v[bad[0]] - h[bad[0]]))
+        cap_hi = max(0.0, float(v[bad[-1] + 1] + h[bad[-1]]))
+        spacing = max(float(np.min(h[bad] * (_TARGET_ERROR / errors[bad]) ** (1.0 / 6.0))),
+                      (cap_hi - cap_lo) / _EXTRA_NODES)
+        try:
+            refined = _table(Phi, phi, dPhi, phi0, dx,
+                             _nodes(dx, v_max, cap_lo, cap_hi, dx / spacing))
+        except ValueError:  # a kink of Phi_c, which the derived Phi_c' straddles
+            refined = None
+        if refined is not None and refined[1].max_value_error < 0.5 * info.max_value_error:
+            params, info = refined[:2]
+    return params, info
+
+
+def _nodes(dx, v_max, cap_lo, cap_hi, inv_c):
+    """The nodes v_k with T(v_k) = k dx, T(v) = asinh(v) + clip(v, cap_lo, cap_hi) inv_c
+    (spacing at most dx / inv_c on [cap_lo, cap_hi]), |v_k| <= v_max about: (v, the index
+    of v = 0, the caps for the layout, T, each node's spacing against asinh's alone)."""
+    def transform(x):
+        return np.arcsinh(x) + np.clip(x, cap_lo, cap_hi) * inv_c
+
+    k = np.arange(int(np.floor(transform(-v_max) / dx)), int(np.ceil(transform(v_max) / dx)) + 1)
+    if inv_c == 0.0:
+        v = np.sinh(k * dx)
+    else:  # T is increasing: bisect in u = asinh(v), bounded
+        target = k * dx
+        lo = np.full(k.size, np.arcsinh(-v_max) - 1.0)
+        hi = -lo
+        for _ in range(100):
+            mid = 0.5 * (lo + hi)
+            below = transform(np.sinh(mid)) < target
+            lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+        v = np.sinh(0.5 * (lo + hi))
+    centre = int(np.flatnonzero(k == 0)[0])
+    v[centre] = 0.0
+    inside = (cap_lo < v) & (v < cap_hi)
+    shrink = 1.0 / (1.0 + inv_c * np.sqrt(1.0 + v * v) * inside)
+    return v, centre, (cap_lo, cap_hi, inv_c), transform, shrink
+
+
+def _table(Phi, phi, dPhi, phi0, dx, nodes):
+    """params, info, the value error of each interval and the nodes, on these nodes."""
+    v, m, caps, transform, shrink = nodes
     big_phi = _call(Phi, v, "Phi_c")
-    d_phi = _call(dPhi, v, "dPhi_c") if dPhi is not None else _richardson_derivative(Phi, v, "Phi_c")
+    d_phi = (_call(dPhi, v, "dPhi_c") if dPhi is not None
+             else _richardson_derivative(Phi, v, "Phi_c", shrink))
     small_phi = _call(phi, v, "phi_c") if phi is not None else None
     ok = np.isfinite(big_phi) & np.isfinite(d_phi)
     if small_phi is not None:
@@ -298,8 +363,9 @@ def build_table(Phi_c, phi_c=None, dPhi_c=None, phi0=None, dx=1.0 / 128, v_max=1
     params = np.zeros(_HEADER + _STRIDE * n)
     params[0] = 1.0
     params[1] = n
-    params[2] = np.arcsinh(v[0])
+    params[2] = transform(v[0])
     params[3] = 1.0 / dx
+    params[11:14] = caps
     params[4:8] = v[0], g0, phi_lo, q
     params[8:11] = v[-1], g[-1], big_phi[-1]
     body = params[_HEADER:].reshape(n, _STRIDE)
@@ -316,7 +382,7 @@ def build_table(Phi_c, phi_c=None, dPhi_c=None, phi0=None, dx=1.0 / 128, v_max=1
 
     table = np.empty((3, mid.size))
     _evaluate_with_params(_scalar.FAMILY, -mid, 1.0, 0.0, params, table)  # sigma 1, theta 0: v = -a
-    value_error = float(np.max(np.abs(table[0] - exact_value) / (1.0 + np.abs(exact_value))))
+    errors = np.abs(table[0] - exact_value) / (1.0 + np.abs(exact_value))
     slope_error = float(np.max(np.abs(-table[1] - exact_slope)))
 
     phi_low = 0.0 if q > 0.0 else phi_lo
@@ -329,10 +395,10 @@ def build_table(Phi_c, phi_c=None, dPhi_c=None, phi0=None, dx=1.0 / 128, v_max=1
         phi_range=(phi_low, float(big_phi[-1])),
         v_range=(float(v[0]), float(v[-1])),
         n_nodes=int(v.size),
-        max_value_error=value_error,
+        max_value_error=float(np.max(errors)),
         max_slope_error=slope_error,
     )
-    return params, info
+    return params, info, errors, v
 
 
 def _integrable_left_tail(v_lo, phi_lo, Phi):
@@ -381,6 +447,13 @@ def family_loss(Phi_c, phi_c=None, *, dPhi_c=None, sigma=1.0, theta=1.0, name="f
     Loss
         Code ``FAMILY``; ``loss.params`` is the table, ``loss.info`` a :class:`FamilyInfo`.
 
+    Warns
+    -----
+    RuntimeWarning
+        When the table's measured error (``loss.info.max_value_error``, relative) exceeds
+        1e-8 after refinement (see :func:`build_table`): a kink of Phi_c (a clip or a step),
+        a Phi_c that cancels in floating point, or one that grows too fast for the nodes.
+
     Examples
     --------
     >>> from scipy.special import ndtr
@@ -395,6 +468,11 @@ def family_loss(Phi_c, phi_c=None, *, dPhi_c=None, sigma=1.0, theta=1.0, name="f
     if not np.isfinite(theta):
         raise ValueError(f"theta must be finite, got {theta}")
     params, info = build_table(Phi_c, phi_c, dPhi_c, phi0=phi0, dx=dx)
+    if info.max_value_error > _WARN_ERROR:
+        warnings.warn(f"family_loss: the table of {info.description} is accurate only to "
+                      f"{info.max_value_error:.2g} (relative, info.max_value_error): Phi_c "
+                      "may have a kink, cancel in floating point or grow too fast for the "
+                      "table's nodes", RuntimeWarning, stacklevel=2)
     if require_calibrated:
         value = float(_call(as_function(Phi_c, "Phi_c"), np.array([theta / sigma]), "Phi_c")[0])
         if not value > 0.0:
