@@ -277,6 +277,11 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         y = np.asarray(y)
         if y.ndim != 1 or len(y) != X.shape[0]:
             raise ValueError(f"y has shape {y.shape}, expected ({X.shape[0]},)")
+        if X.shape[0] < ensure_min_samples:  # as scikit-learn's checks say it
+            raise ValueError(f"Found array with {X.shape[0]} sample(s) while a minimum of "
+                             f"{ensure_min_samples} is required")
+        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+            raise ValueError("y holds NaN or infinite labels")
         if not reset and X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but {type(self).__name__} is "
                              f"expecting {self.n_features_in_} features as input")
@@ -292,6 +297,8 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
                                            ensure_non_negative=True)
         else:
             weights = np.asarray(sample_weight, np.float64)
+            if weights.ndim == 0:  # one weight for every row, as scikit-learn takes it
+                weights = np.full(n, weights)
             if weights.shape != (n,) or not np.all(np.isfinite(weights) & (weights >= 0)):
                 raise ValueError(f"sample_weight must be {n} finite values >= 0, got shape "
                                  f"{weights.shape}")

@@ -245,7 +245,7 @@ def test_without_scikit_learn(python, python_env):
     """scikit-learn blocked from importing: the estimator still fits, predicts and takes
     parameters; nothing of streamssvm imports scikit-learn by itself."""
     code = textwrap.dedent("""
-        import sys
+        import re, sys
         sys.modules["sklearn"] = None  # any import of scikit-learn now fails
         import numpy as np
         import streamssvm
@@ -265,6 +265,19 @@ def test_without_scikit_learn(python, python_env):
         assert clf.get_params()["loss"] == "squared_hinge"
         assert clf.fit(X, y) is clf and clf.coef_.shape == (3, 5)
         assert clf.score(X, y) > 0.9
+        # as scikit-learn's checks: NaN labels were a class, no rows an IndexError, and
+        # one weight for all rows was refused (found by a probe)
+        for bad_X, bad_y, message in ((X[:2], [0.0, np.nan], "NaN or infinite labels"),
+                                      (X[:0], y[:0], "0 sample.s. while a minimum of 2")):
+            try:
+                streamssvm.SmoothSVC().fit(bad_X, bad_y)
+            except ValueError as exc:
+                assert re.search(message, str(exc)), exc
+            else:
+                raise AssertionError(message)
+        weighted = streamssvm.SmoothSVC(lam=1e-3, loss="squared_hinge").fit(X, y,
+                                                                          sample_weight=2.0)
+        assert np.allclose(weighted.coef_, clf.coef_)
         print(repr(clf))
     """)
     result = subprocess.run([python, "-c", code], env=python_env, capture_output=True,
