@@ -322,6 +322,8 @@ ERROR_CASES = [
     (b"# header\n\n1 1:1\r\n1 2:x\r\n", {}, 4, 5, "value 'x'"),
     (b"  1 2:x", {}, 1, 7, "value 'x'"),
     (b"1 1:1\n-1 2:1\n1 2:\t", {}, 3, 5, "missing value"),
+    # lines ended by CR alone are one line: the error says where the first CR is
+    (b"1 1:1\r-1 2:1\r", {}, 1, 7, "column 6 is a carriage return with no newline"),
 ]
 
 
@@ -332,6 +334,7 @@ def test_errors_name_file_line_column(text, kwargs, line, column, fragment):
     message = str(info.value)
     assert message.startswith(f"bad.svm: line {line}, column {column}: "), message
     assert fragment in message
+    assert ("carriage return" in message) == (b"\r" in text and b"\r\n" not in text)
     assert isinstance(info.value, ValueError)
 
 

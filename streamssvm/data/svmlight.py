@@ -1013,7 +1013,18 @@ class BlockParser:
             what = f"label {tok!r} is neither of the classes ({c0:g}, {c1:g})"
         else:  # pragma: no cover
             what = f"parse error {code}"
-        return SvmlightFormatError(self._where(line0, pos - line_start + 1) + what)
+        return SvmlightFormatError(self._where(line0, pos - line_start + 1) + what +
+                                   _lone_cr_hint(buf, line_start, pos))
+
+
+def _lone_cr_hint(buf, line_start, pos):
+    """A hint when the line, before ``pos``, holds a carriage return that no newline
+    follows: the file's lines end in CR alone (whitespace here, so all of it is one line)."""
+    at = buf[line_start:pos].tobytes().find(b"\r")  # a newline would have ended the line
+    if at < 0:
+        return ""
+    return (f" (column {at + 1} is a carriage return with no newline after it: if the "
+            f"file's lines end in CR alone, make them newlines first, e.g. tr '\\r' '\\n')")
 
 
 def _token(buf, pos, end):
