@@ -209,9 +209,9 @@ def test_writer_refuses_a_block_beyond_int32_row_pointers(tmp_path):
 
 def test_writer_refuses_a_value_beyond_float32(tmp_path):
     """The converter's parser refuses it at its line and column; the writer is the
-    backstop for its direct users."""
+    backstop for its direct users. Rows count from 0, as in ``verify`` and blocks."""
     path = tmp_path / "s.h5"
-    with pytest.raises(StoreError, match=rf"^{path}: row 2: the value 1e\+39 is beyond "
+    with pytest.raises(StoreError, match=rf"^{path}: row 1: the value 1e\+39 is beyond "
                                          r"float32's range"):
         with StoreWriter(path) as writer:
             writer.add_block(np.array([0, 1, 2]), np.array([0, 1], np.int32),

@@ -300,7 +300,7 @@ class StoreWriter:
             data = np.ascontiguousarray(values, dtype=self.value_dtype)
         if not np.all(np.isfinite(data)):  # finite in the input: too large for float32
             k = int(np.argmin(np.isfinite(data)))
-            row = self._row_offsets[-1] + int(np.searchsorted(indptr, k, side="right"))
+            row = self._row_offsets[-1] + int(np.searchsorted(indptr, k, side="right")) - 1
             raise StoreError(f"{self.path}: row {row}: the value {float(values[k]):g} is "
                              f"beyond {self.value_dtype.name}'s range: write float64 values "
                              f"(value_dtype='float64', convert --float64)")
