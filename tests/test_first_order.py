@@ -761,6 +761,9 @@ SGD_CASES = [
                  id="delay-average"),
     pytest.param(dict(loss="hinge", learning_rate="constant", eta0=1.0, lam=0.5, delay=8),
                  id="delay-fold"),
+    # both threads fold at the averaging threshold, though only the lead averages
+    pytest.param(dict(loss="hinge", learning_rate="constant", eta0=1.0, lam=0.5, delay=8,
+                      average=True), id="delay-fold-average"),
 ]
 
 
@@ -864,6 +867,37 @@ def test_two_thread_sgd_kernel_runs_on_one_thread():
         numba.set_num_threads(threads)
     np.testing.assert_array_equal(*results)
     assert np.any(results[0] != 0)
+
+
+@pytest.mark.parametrize("schedule", ["pegasos", "fold"])
+def test_averaged_sgd_kernel_takes_the_average_of_plain_numpy_steps(data, schedule):
+    """ASGD's sum u + AVG_C v of the iterates, against the iterates summed by numpy: with
+    Pegasos' projections (which make the scale fold often) and with a constant rate that
+    halves w at every step. Folding AVG_C / scale into the sum cancelled it to nothing
+    (Pegasos' average of iterates of norm <= 316 came out at 1e66)."""
+    X, y = data[0][:400], data[1][:400].astype(np.int8)
+    lam, eta0, t0, radius, kind = ((1e-5, 0.0, 0.0, 1e-5 ** -0.5, sk.OPTIMAL)
+                                   if schedule == "pegasos" else
+                                   (0.5, 1.0, 0.0, 0.0, sk.CONSTANT))
+    order = np.random.default_rng(3).permutation(X.shape[0])
+    loss = get_loss("hinge")
+    v, avg_u, state = np.zeros(X.shape[1]), np.zeros(X.shape[1]), np.zeros(sk.SGD_STATE_SIZE)
+    state[sk.SCALE] = 1.0
+    sk.sgd_rows(X.indptr, X.indices, X.data, y, order, v, avg_u, state, 0.0, loss.code,
+                loss.sigma, loss.theta, loss.params, lam, kind, eta0, 0.0, t0, radius, 1)
+    w, total = np.zeros(X.shape[1]), np.zeros(X.shape[1])
+    for t, i in enumerate(order, 1):
+        eta = 1.0 / (lam * t) if kind == sk.OPTIMAL else eta0
+        x = X[i].toarray().ravel()
+        w = (1.0 - eta * lam) * w + (eta * y[i] * x if y[i] * (x @ w) < 1.0 else 0.0)
+        if radius and np.linalg.norm(w) > radius:
+            w *= radius / np.linalg.norm(w)
+        total += w
+    assert state[sk.AVG_COUNT] == len(order)
+    average = (avg_u + state[sk.AVG_C] * v) / state[sk.AVG_COUNT]
+    np.testing.assert_allclose(state[sk.SCALE] * v, w, rtol=0, atol=1e-12 * np.abs(w).max())
+    np.testing.assert_allclose(average, total / len(order), rtol=0,
+                               atol=1e-10 * np.abs(total / len(order)).max())
 
 
 def test_only_hessian_solvers_copy_the_curved_rows(data, tmp_path, monkeypatch):

@@ -50,6 +50,8 @@ CONSTANT = 1       # eta0
 INVSCALING = 2     # eta0 / t^power_t
 
 _RESCALE_BELOW = 1e-9  # fold scale into v below this, before v's entries grow too large
+_RESCALE_AVERAGING_BELOW = 1e-5  # and with ASGD (as Bottou's svmasgd): u + AVG_C v cancels
+                                 # more as 1 / scale grows
 _ULP = float(np.finfo(np.float64).eps)
 
 
@@ -64,13 +66,16 @@ def learning_rate(schedule, t, lam, eta0, power_t, t0):
 
 
 @njit(cache=True, nogil=True)
-def _sgd_fold_scale(v, state, averaging):
-    """v <- scale * v, scale <- 1 (the represented w and its average unchanged)."""
+def _sgd_fold_scale(v, state, averaging, avg_u):
+    """v <- scale * v, scale <- 1 (the represented w and its average unchanged). The
+    average's AVG_C v goes into u first: AVG_C / scale would grow by 1 / scale at every
+    fold, and u + AVG_C v then cancel to nothing (projections make folds frequent)."""
     scale = state[SCALE]
+    if averaging:
+        avg_u += state[AVG_C] * v
+        state[AVG_C] = 0.0
     v *= scale
     state[V_NORM2] *= scale * scale
-    if averaging:
-        state[AVG_C] /= scale
     state[SCALE] = 1.0
 
 
@@ -115,8 +120,8 @@ def _sgd_step(indptr, indices, data, y, i, xv, v, avg_u, state, bias, code, sigm
         state[AVG_C] += state[SCALE]
         state[AVG_COUNT] += 1.0
         state[AVG_INTERCEPT] += state[INTERCEPT]
-    if fold and state[SCALE] < _RESCALE_BELOW:
-        _sgd_fold_scale(v, state, averaging)
+    if fold and state[SCALE] < (_RESCALE_AVERAGING_BELOW if averaging else _RESCALE_BELOW):
+        _sgd_fold_scale(v, state, averaging, avg_u)
 
 
 @njit(cache=True, nogil=True)
@@ -205,8 +210,8 @@ def _two_roles(indptr, indices, data, y, order, v, avg_u, state, bias, code, sig
                     helped, marks, ctl, True)
         else:
             _chunks(indptr, indices, data, y, order, replica, np.empty(0), replica_state, bias,
-                    code, sigma, theta, params, lam, schedule, eta0, power_t, t0, radius, 0,
-                    delay, dots, helped, marks, ctl, False)
+                    code, sigma, theta, params, lam, schedule, eta0, power_t, t0, radius,
+                    avg_start, delay, dots, helped, marks, ctl, False)
 
 
 @njit(cache=True, nogil=True)
@@ -214,8 +219,10 @@ def _chunks(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma,
             lam, schedule, eta0, power_t, t0, radius, avg_start, delay, dots, helped, marks,
             ctl, lead):
     """One thread of :func:`sgd_rows_parallel`: the lead (``lead``) or the helper, which
-    averages nothing (its ``avg_start`` is 0: averaging does not change v)."""
+    averages nothing (averaging does not change v) but folds its scale when the lead does."""
     n = order.shape[0]
+    averaging = lead and avg_start > 0
+    fold_below = _RESCALE_AVERAGING_BELOW if avg_start > 0 else _RESCALE_BELOW
     if not lead:
         spins = 0
         while load_acquire(ctl, CHUNK) == 0:
@@ -262,9 +269,9 @@ def _chunks(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma,
             xv = dots[pos] if lead or load_acquire(marks, pos) != chunk else helped[pos]
             _sgd_step(indptr, indices, data, y, order[pos], xv, v, avg_u, state, bias,
                       code, sigma, theta, params, lam, schedule, eta0, power_t, t0, radius,
-                      avg_start, False)
-        if state[SCALE] < _RESCALE_BELOW:
-            _sgd_fold_scale(v, state, avg_start > 0)
+                      avg_start if averaging else 0, False)
+        if state[SCALE] < fold_below:
+            _sgd_fold_scale(v, state, averaging, avg_u)
 
 
 # state[...] of SVRG
