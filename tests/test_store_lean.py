@@ -3,6 +3,7 @@
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -88,6 +89,27 @@ def test_lean_store_reads_as_the_plain_store_to_the_bit(pair):
             assert same_block(want, got)
     problems, summary = verify_store(paths["lean"])
     assert problems == [] and summary["blocks_read"] == len(offsets) - 1
+
+
+def documented_h5py_reader():
+    """The code of docs/FORMAT.md's "Reading a store with plain h5py"."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "FORMAT.md").read_text()
+    section = text.split("## Reading a store with plain h5py", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_documented_h5py_reader_reads_every_encoding(pair):
+    """The recipe for readers without streamssvm reads plain and lean blocks (far gaps,
+    rows of one value, an empty block) as the store does."""
+    paths, _, _ = pair
+    code = documented_h5py_reader()
+    for path in paths.values():
+        scope = {}
+        exec(code.replace('"train.h5"', repr(str(path))), scope)
+        with Store(path) as store:
+            X, y = store.read_rows(0, store.n_samples)
+        assert (scope["X"] != X).nnz == 0 and scope["X"].shape == X.shape
+        np.testing.assert_array_equal(scope["y"], y)
 
 
 def test_auto_encoding_writes_only_blocks_of_one_value_per_row_lean(pair, tmp_path, rng):
