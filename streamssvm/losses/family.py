@@ -31,10 +31,9 @@ searches and Newton steps see a consistent function. Beyond the nodes: linear on
 (G'' = 0), and on the left a power law G = G(v_lo) (v_lo / v)^q that matches G and Phi_c
 (exact for the power tails of psi_M-like Phi_c), or linear when G(v_lo) <= 0.
 
-The kernels need that array: ``derivatives_with_params(code, a, sigma, theta, params)``
-replaces ``derivatives(code, a, sigma, theta)`` (see ``streamssvm/losses/_scalar.py``).
-Until the kernels pass ``params``, a FAMILY loss evaluates through ``Loss.derivatives`` and
-``Loss.conjugate`` only; the kernels' ``derivatives`` returns NaN for it.
+The kernels take that array: they call ``derivatives_with_params(code, a, sigma, theta,
+params)`` and ``conjugate_with_params`` (``streamssvm/losses/_scalar.py``), so every solver
+trains a family loss as it trains a named one.
 
 Accuracy (default dx = 1/128: 9,611 nodes, a 615 KB table; only the few hundred intervals
 with |v| < 1e3 are hot). Measured against the closed forms over v in [-40, 40] and

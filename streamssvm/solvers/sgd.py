@@ -159,9 +159,11 @@ def _average_start(average):
 
 
 def optimal_t0(objective):
-    """t0 of the "optimal" schedule, by Bottou's heuristic as scikit-learn uses it: the first
-    step eta_1 = 1 / (lam t0) is that of a typical weight 1 / sqrt(sqrt(lam)) over the loss's
-    slope there."""
+    """t0 of the "optimal" schedule, by Bottou's heuristic (his svmsgd): the first step
+    eta_1 = 1 / (lam t0) is a typical weight 1 / sqrt(sqrt(lam)) over max(1, |psi'|) at
+    minus that weight. scikit-learn takes max(1, psi'), of the signed slope, which is 1:
+    the same t0 where |psi'| <= 1 there (hinge, psi_G, logistic), a smaller one (larger
+    first steps) for the squared hinge."""
     code, sigma, theta, params = objective.loss_args
     typical = math.sqrt(1.0 / math.sqrt(objective.lam))
     slope = abs(derivatives_with_params(code, -typical, sigma, theta, params)[1])

@@ -9,6 +9,11 @@ iteration costs ``1 + cg_steps`` passes). With a preconditioner, ``objective.hes
 adds one pass per accepted iteration. With ``backtrack``, a rejected trial is followed by a
 backtracking step (one pass).
 
+The radius follows LIBLINEAR's rule (Lin, Weng & Keerthi 2008, eq. 10, whose constants the
+paper takes): for eta1 < rho < eta2 the new radius lies in [sigma1 Delta, sigma3 Delta],
+where the paper's Algorithm 1 writes [delta1 Delta, delta2 Delta]; and the first step caps
+the radius at its length ||s||, as LIBLINEAR does.
+
 References
 ----------
 C.-J. Lin, R. C. Weng, S. S. Keerthi, "Trust region Newton method for large-scale logistic
