@@ -53,7 +53,8 @@ def checksum(array):
 
 
 def digest(arrays):
-    """A hex string naming the contents of ``arrays``: the checksum of their checksums."""
+    """A hex string naming the contents of ``arrays`` (any iterable, taken in order, each
+    array checksummed when it comes): the checksum of their checksums."""
     return checksum(np.concatenate([checksum(a) for a in arrays])).tobytes().hex()
 
 

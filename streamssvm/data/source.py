@@ -112,11 +112,11 @@ class BlockSource:
     def data_digest(self):
         """A hex digest of the data (one pass): what a checkpoint records of the data it
         belongs to."""
-        arrays = []
-        for b in self.iter_blocks(transient=True):
-            rows = slice(b.indptr[0], b.indptr[-1])
-            arrays += [b.indptr - b.indptr[0], b.indices[rows], b.data[rows], b.y]
-        return digest(arrays)
+        def arrays():  # each block's, checksummed before the next reuses its buffers
+            for b in self.iter_blocks(transient=True):
+                rows = slice(b.indptr[0], b.indptr[-1])
+                yield from (b.indptr - b.indptr[0], b.indices[rows], b.data[rows], b.y)
+        return digest(arrays())
 
     def check_blocks(self, first, stop):
         """Refuse a block range ``first .. stop - 1`` that is empty or leaves the source."""
