@@ -85,6 +85,21 @@ def test_curved_row_cache_gives_the_same_iterates_with_fewer_passes(a9a_store, l
     assert streamed.passes == plain.passes
 
 
+def test_subsampled_newton_samples_the_same_rows_with_or_without_the_copy(a9a, a9a_store):
+    """A seed draws the same Hessian sample from held data, from a store whose curved rows
+    were copied, and from one whose copy did not fit (it drew once a copied row there)."""
+    runs, sweeps = [], []
+    for options in (dict(hold=True), dict(hold=False), dict(hold=False, cache_bytes=0)):
+        with Store(a9a_store) as store:
+            objective = SmoothSVMObjective(store, "squared_hinge", 1e-4, n_threads=1,
+                                           **options)
+            runs.append(newton(objective, tol=1e-12, max_iter=3, hessian_sample=0.3, seed=1))
+            sweeps.append(objective.cached_sweeps)
+    assert sweeps[1] > 0 and sweeps[2] == 0  # the copy was used, then did not fit
+    for run in runs[1:]:
+        np.testing.assert_allclose(run.w, runs[0].w, rtol=1e-10, atol=1e-13)
+
+
 def test_curved_rows_are_the_rows_with_curvature(a9a):
     """squared hinge: exactly the rows with margin < 1 are kept."""
     objective = SmoothSVMObjective(InMemorySource(*a9a, block_rows=1000), "squared_hinge", 1e-4,

@@ -507,15 +507,16 @@ class SmoothSVMObjective:
         if not 0 < fraction <= 1:
             raise ValueError(f"the Hessian sample fraction must be in (0, 1], got {fraction}")
         state = self._check_state(state)
-        if state.curved_rows is not None:
-            sampled = []
-            for indptr, indices, data, curvature in state.curved_rows:
-                keep = rng.random(curvature.shape[0]) < fraction
-                sampled.append(kernels.gather_curved_rows(
-                    indptr, indices, data, np.where(keep, curvature / fraction, 0.0)))
-            return dataclasses.replace(state, curved_rows=sampled)
+        # one draw per row of the data, so that a seed samples the same rows whether the
+        # curved rows were copied or not (held data, free memory)
         keep = rng.random(self.n_samples) < fraction
         curvature = np.where(keep, state.curvature / fraction, 0.0)
+        if state.curved_rows is not None:  # the copy holds the rows of D_ii != 0, in order
+            sampled, copied = [], curvature[state.curvature != 0.0]
+            for indptr, indices, data, _ in state.curved_rows:
+                rows, copied = np.split(copied, [len(indptr) - 1])
+                sampled.append(kernels.gather_curved_rows(indptr, indices, data, rows))
+            return dataclasses.replace(state, curved_rows=sampled)
         if self._held_data() is not None:  # products from memory skip the rows of D_ii = 0
             return dataclasses.replace(state, curvature=curvature, curved_rows=None)
         sampled, cached = [], 0
