@@ -184,8 +184,9 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
                 progress=progress and source.nnz > 20_000_000, sample_weight=sample_weight,
                 hold=hold, cache_curved=cache_curved)
             if checkpoint is not None:
-                problem = dict(data=[source.name, source.n_samples, source.n_features,
-                                     source.nnz, source.data_digest()],
+                # the data's contents, not its name: a store resumes under any path
+                problem = dict(data=[source.n_samples, source.n_features, source.nnz,
+                                     source.data_digest()],
                                loss=objective.loss.key, lam=lam,
                                solver=solver, tol=tol, abs_tol=abs_tol,
                                liblinear_tol=liblinear_tol, fit_intercept=fit_intercept,

@@ -191,7 +191,8 @@ def test_a_checkpoint_of_other_data_or_weights_of_the_same_shape_is_refused(data
 @pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")
 def test_a_store_checkpoint_is_of_its_contents(data, tmp_path):
     """A store converted again from other rows at the same path is other data (its
-    blocks' checksums name it, without a pass), the same rows again the same."""
+    blocks' checksums name it, without a pass), the same rows again, or under another
+    path, the same."""
     X, y = data
     store = tmp_path / "s.h5"
     write_store(store, InMemorySource(X[:1000], y[:1000]))
@@ -199,9 +200,12 @@ def test_a_store_checkpoint_is_of_its_contents(data, tmp_path):
     streamssvm.train_stream(store, lam=1e-3, max_iter=2, progress=False, checkpoint=path)
     write_store(store, InMemorySource(X[:1000], y[:1000]), overwrite=True)
     streamssvm.train_stream(store, lam=1e-3, max_iter=3, progress=False, checkpoint=path)
+    moved = store.rename(tmp_path / "moved.h5")  # the same contents under another path
+    streamssvm.train_stream(moved, lam=1e-3, max_iter=4, progress=False, checkpoint=path)
+    moved.rename(store)
     write_store(store, InMemorySource(X[:1000][::-1], y[:1000][::-1]), overwrite=True)
     with pytest.raises(ValueError, match="differs in data"):
-        streamssvm.train_stream(store, lam=1e-3, max_iter=4, progress=False, checkpoint=path)
+        streamssvm.train_stream(store, lam=1e-3, max_iter=5, progress=False, checkpoint=path)
 
 
 @pytest.mark.parametrize("damage", ["nan", "meta"])
