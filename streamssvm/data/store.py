@@ -137,7 +137,7 @@ class StoreWriter:
     value_dtype : {"float32", "float64"}
     compression : {None, "gzip", "lzf"}
     compression_level : int or None
-        gzip level (1-9).
+        gzip level (1-9; default 4, h5py's).
     fletcher32 : bool
         Also store HDF5's Fletcher-32 checksum with every dataset (for other HDF5 readers;
         off by default: it adds a quarter to a half to the CPU time of a training pass).
@@ -175,11 +175,13 @@ class StoreWriter:
                 np.float32, np.float64):
             raise ValueError(f"value_dtype must be float32 or float64, got {value_dtype!r}")
         self.value_dtype = np.dtype(value_dtype)
+        if compression == "gzip" and compression_level is None:
+            compression_level = 4  # h5py's default, recorded as used
         self._filters = {}
         if compression is not None:
             self._filters["compression"] = compression
             if compression == "gzip":
-                self._filters["compression_opts"] = compression_level or 4
+                self._filters["compression_opts"] = compression_level
                 self._filters["shuffle"] = True
         if fletcher32:
             self._filters["fletcher32"] = True
