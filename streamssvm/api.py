@@ -2,12 +2,12 @@
 
 import contextlib
 import inspect
-import os
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .data import BlockSource, InMemorySource, Store, StoreSet
+from .data.storeset import names_stores, open_stores
 from .data.checksum import digest
 from .model import Model
 from .objective import SmoothSVMObjective
@@ -21,8 +21,7 @@ from .solvers.checkpoint import Checkpoint
 def open_source(data, y=None, client=None):
     """A BlockSource for a store path, a list of store paths (read as one), a BlockSource,
     or a matrix with labels ``y``; with a Dask ``client``, the stores held by its workers."""
-    paths = isinstance(data, (str, os.PathLike)) or (
-        isinstance(data, (list, tuple)) and all(isinstance(p, (str, os.PathLike)) for p in data))
+    paths = names_stores(data)
     if paths and y is not None:
         raise ValueError("y is given with a store path: the store holds its own labels")
     if client is not None:
@@ -32,11 +31,8 @@ def open_source(data, y=None, client=None):
         from .distributed import DaskStores  # dask is an optional dependency
         with DaskStores(data, client) as stores:
             yield stores
-    elif isinstance(data, (str, os.PathLike)):
-        with Store(data) as store:
-            yield store
     elif paths:
-        with StoreSet(data) as stores:
+        with open_stores(data) as stores:
             yield stores
     elif isinstance(data, BlockSource):
         yield data

@@ -8,7 +8,6 @@ model over k > 2 classes (version 2) has ``coef`` (k, n_features), ``intercept``
 """
 
 import json
-import os
 import zipfile
 
 import numpy as np
@@ -17,7 +16,8 @@ from . import kernels
 from ._atomic import atomic_output
 from ._json import json_default
 from ._npz import load_npz
-from .data import BlockSource, Store
+from .data import BlockSource
+from .data.storeset import names_stores, open_stores
 from .data.memory import as_csr
 
 MODEL_FORMAT = "streamssvm.model"
@@ -135,16 +135,16 @@ class Model:
 
         Parameters
         ----------
-        X : array or sparse matrix of shape (n_samples, n_features), a BlockSource, or the
-            path of a store (streamed block by block).
+        X : array or sparse matrix of shape (n_samples, n_features), a BlockSource, or
+            stores (a path or a list, as ``train_stream`` takes; streamed block by block).
 
         Returns
         -------
         array of shape (n_samples,), or (n_samples, n_classes) one-vs-rest
         """
-        if isinstance(X, (str, os.PathLike)):
-            with Store(X) as store:
-                return self.decision_and_labels(store)[0]
+        if names_stores(X):
+            with open_stores(X) as stores:
+                return self.decision_and_labels(stores)[0]
         if isinstance(X, BlockSource):
             return self.decision_and_labels(X)[0]
         X = as_csr(X)
@@ -156,10 +156,11 @@ class Model:
         return self.labels_of(self.decision_function(X))
 
     def score(self, X, y=None):
-        """Accuracy on ``X`` and labels ``y`` (original values), or on a store / source
-        with its own labels (``y`` omitted)."""
+        """Accuracy on ``X`` and labels ``y`` (original values), or on stores (a path or
+        a list, as ``train_stream`` takes) or a source with their own labels (``y``
+        omitted)."""
         if y is None:
-            source = Store(X) if isinstance(X, (str, os.PathLike)) else X
+            source = open_stores(X) if names_stores(X) else X
             if not isinstance(source, BlockSource):
                 raise ValueError("score needs labels y unless X is a store or a BlockSource")
             try:

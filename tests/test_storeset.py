@@ -78,6 +78,22 @@ def test_training_on_two_stores_equals_training_on_one(a9a_stores):
     np.testing.assert_array_equal(one.curvature, two.curvature)
 
 
+def test_block_ranges_train_and_score_as_the_stores_they_name(a9a_stores):
+    """train_stream, Model.score and decision_function take what StoreSet takes: paths and
+    (path, first, stop) ranges. A list of ranges was taken for a matrix ("needs its labels
+    y"), and score took one store only."""
+    from streamssvm import train_stream
+    full, halves = a9a_stores
+    options = dict(lam=1e-3, progress=False, n_threads=1)
+    ranges = [(full, 0, 3), (full, 3, None)]
+    model = train_stream(ranges, **options)
+    np.testing.assert_array_equal(model.coef_, train_stream(full, **options).coef_)
+    for data in (ranges, halves, [halves[0], (halves[1], 0, None)]):
+        assert model.score(data) == model.score(full)
+        np.testing.assert_array_equal(model.decision_function(data),
+                                      model.decision_function(full))
+
+
 def test_shards_cover_every_block_once_with_balanced_nonzeros(a9a_stores):
     full, halves = a9a_stores
     with StoreSet(halves) as both:

@@ -15,6 +15,25 @@ from .source import BlockSource
 from .store import Store, StoreError
 
 
+def _is_piece(part):
+    return isinstance(part, (str, os.PathLike)) or (
+        isinstance(part, (list, tuple)) and len(part) == 3
+        and isinstance(part[0], (str, os.PathLike)))
+
+
+def names_stores(data):
+    """True if ``data`` names stores: a path, or a non-empty list of paths and ``(path,
+    first, stop)`` block ranges (what :func:`open_stores` opens)."""
+    return isinstance(data, (str, os.PathLike)) or (
+        isinstance(data, (list, tuple)) and len(data) > 0 and all(map(_is_piece, data)))
+
+
+def open_stores(data):
+    """The source that ``data`` names (see :func:`names_stores`): a Store for one path,
+    else a StoreSet."""
+    return Store(data) if isinstance(data, (str, os.PathLike)) else StoreSet(data)
+
+
 class StoreSet(BlockSource):
     """Stores, or block ranges of stores, as one block source.
 
@@ -41,11 +60,10 @@ class StoreSet(BlockSource):
         if not isinstance(parts, (list, tuple)) or not parts:
             raise ValueError(f"stores: a path or a non-empty list of paths, got "
                              f"{type(parts).__name__}")
-        parts = [(p, 0, None) if isinstance(p, (str, os.PathLike)) else p for p in parts]
         for part in parts:
-            if not (isinstance(part, (list, tuple)) and len(part) == 3
-                    and isinstance(part[0], (str, os.PathLike))):
+            if not _is_piece(part):
                 raise ValueError(f"not a store path nor (path, first, stop): {part!r}")
+        parts = [(p, 0, None) if isinstance(p, (str, os.PathLike)) else p for p in parts]
         self._stores = {}  # a store named twice is opened once
         self.pieces = []
         try:
