@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from .data import InMemorySource, Store
 from .model import Model
-from .multiclass import class_weight_vector, train_one_vs_rest
+from .multiclass import train_one_vs_rest
 from .objective.smooth_svm import NO_ROW_WEIGHTS
 from .online import OnlineTrainer
 from .solvers import SOLVERS
@@ -189,15 +189,14 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"{X}: y is given with a store path: the store holds its "
                                  f"own labels")
             with Store(X) as store:
-                return self._fit_source(store, np.asarray(store.classes),
-                                        _class_indices(store, store.labels()), sample_weight)
+                return self._fit_source(store, np.asarray(store.classes), sample_weight)
         X, y = self._validate_fit(X, y)
         classes, y_index = np.unique(y, return_inverse=True)
         if len(classes) < 2:
             raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes in "
                              f"the data, but the data contains only one class: {classes[0]!r}")
         source = InMemorySource(X, y_index, classes=range(len(classes)))
-        return self._fit_source(source, classes, y_index, sample_weight)
+        return self._fit_source(source, classes, sample_weight)
 
     @available_if(_online_solver)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
@@ -307,20 +306,17 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
             raise ValueError("sample weights sum to 0: nothing to fit")
         return weights * (n / total)  # the objective's 1/n then is 1/S
 
-    def _fit_source(self, source, classes, y_index, sample_weight):
+    def _fit_source(self, source, classes, sample_weight):
         self.__dict__.pop("online_", None)  # a later partial_fit starts afresh
         n, k = source.n_samples, len(classes)
         row_weights = self._sample_weight(sample_weight, getattr(source, "X", None), n)
         class_weight = self.class_weight
-        if isinstance(class_weight, dict):
-            class_weight = {j: class_weight[label] for j, label in enumerate(classes)
-                            if label in class_weight}
-            unknown = set(self.class_weight) - set(classes.tolist())
+        if isinstance(class_weight, dict):  # in the order of the source's classes
+            unknown = set(class_weight) - set(classes.tolist())
             if unknown:
                 raise ValueError(f"class_weight names labels {sorted(unknown, key=str)} that "
                                  f"are not among the classes {classes.tolist()}")
-        counts = np.bincount(y_index, weights=row_weights, minlength=k)
-        weights = class_weight_vector(class_weight, range(k), counts)
+            class_weight = [class_weight.get(label, 1.0) for label in classes]
         options = dict(loss=self.loss, sigma=self.sigma, lam=self.lam, solver=self.solver,
                        tol=self.tol, fit_intercept=self.fit_intercept,
                        intercept_scaling=self.intercept_scaling, n_threads=self.n_threads,
@@ -331,7 +327,7 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         if self.solver == "auto" or (solve is not None
                                      and "seed" in inspect.signature(solve).parameters):
             options["seed"] = _seed(self.random_state)  # a stochastic solver, or one it may pick
-        model = train_one_vs_rest(source, class_weight=weights, sample_weight=row_weights,
+        model = train_one_vs_rest(source, class_weight=class_weight, sample_weight=row_weights,
                                   w0=self._warm_start_point(classes), **options)
         coef = np.atleast_2d(model.coef_)
         self.classes_ = classes

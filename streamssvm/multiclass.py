@@ -26,11 +26,12 @@ def class_weight_vector(class_weight, classes, class_counts):
     Parameters
     ----------
     class_weight : None, "balanced", dict or array of shape (n_classes,)
-        "balanced": n / (n_classes * count of the class), as scikit-learn; a dict maps label
-        values to weights (labels not in it weigh 1); an array is in ``classes`` order.
+        "balanced": S / (n_classes * S_c), S_c the count of class c and S their sum, as
+        scikit-learn; a dict maps label values to weights (labels not in it weigh 1); an
+        array is in ``classes`` order.
     classes : sequence of label values
     class_counts : array of shape (n_classes,)
-        Rows per class.
+        Rows per class, or the sum of their sample weights.
 
     Returns
     -------
@@ -77,7 +78,8 @@ def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0
     class_weight : None, "balanced", dict or array of shape (n_classes,)
         See :func:`class_weight_vector` and the module docstring.
     sample_weight : array of shape (n_samples,), optional
-        Row weights c_i as in ``train_stream`` (LIBLINEAR's C_i = c_i / (lam n)).
+        Row weights c_i as in ``train_stream`` (LIBLINEAR's C_i = c_i / (lam n)); "balanced"
+        class weights count them (a class's count is its rows' sum of weights).
     w0 : array of shape (n_variables,), or (n_classes, n_variables) for k > 2, optional
         Warm start.
     **train_options
@@ -90,21 +92,25 @@ def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0
         Binary, or with one row of ``coef_`` per class.
     """
     with open_source(data, y) as source:
-        weights = class_weight_vector(class_weight, source.classes, source.class_counts())
         if sample_weight is not None and np.shape(sample_weight) != (source.n_samples,):
             raise ValueError(f"{source.name}: sample_weight has shape "
                              f"{np.shape(sample_weight)}, expected ({source.n_samples},)")
-        if weights is not None:
+        k = len(source.classes)
+        weights = None
+        if class_weight is not None:
             labels = source.labels()
+            if not source.multiclass:
+                labels = (labels > 0).astype(np.intp)  # class indices, as a multiclass source's
             base = 1.0 if sample_weight is None else np.asarray(sample_weight, np.float64)
+            counts = np.bincount(labels, weights=sample_weight, minlength=k)
+            weights = class_weight_vector(class_weight, source.classes, counts)
         if not source.multiclass:
             if weights is not None:
-                sample_weight = base * weights[(labels > 0).astype(np.intp)]
+                sample_weight = base * weights[labels]
             return train_stream(source, sample_weight=sample_weight, w0=w0, **train_options)
         if train_options.get("checkpoint") is not None:  # each problem would refuse the last's
             raise ValueError(f"{source.name}: checkpoints are for two classes (one-vs-rest "
                              f"trains one problem per class)")
-        k = len(source.classes)
         if w0 is not None and np.shape(w0)[0] != k:
             raise ValueError(f"w0 has shape {np.shape(w0)}, expected ({k}, n_variables)")
         models = []

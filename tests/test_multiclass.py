@@ -243,6 +243,26 @@ def test_class_weights_equal_liblinear_one_vs_rest(digits):
     assert np.abs(plain.coef_[0] - model.coef_[0]).max() > 0.1 * np.abs(model.coef_[0]).max()
 
 
+@pytest.mark.parametrize("classes", [2, 10])
+def test_balanced_class_weights_count_the_sample_weights(digits, classes):
+    """"balanced" with sample weights: S / (k S_c), S_c the weight of class c's rows, as
+    scikit-learn's LinearSVC (rows were counted: 13% off LinearSVC, found by a probe)."""
+    from sklearn.svm import LinearSVC
+
+    X, y, _, _ = digits
+    X, y = X[y < classes], y[y < classes]
+    weights = np.where(y % 2 == 1, 3.0, 0.5)
+    weights *= len(y) / weights.sum()  # summing to n: LinearSVC's C stays 1 / (lam n)
+    lam = 1e-3
+    reference = LinearSVC(C=1.0 / (lam * len(y)), dual=False, fit_intercept=False, tol=1e-10,
+                          class_weight="balanced", max_iter=10000).fit(X, y,
+                                                                     sample_weight=weights)
+    model = train_one_vs_rest(X, y, class_weight="balanced", sample_weight=weights,
+                              loss="squared_hinge", lam=lam, tol=1e-9, progress=False)
+    np.testing.assert_allclose(np.atleast_2d(model.coef_), reference.coef_, rtol=0,
+                               atol=1e-5 * np.abs(reference.coef_).max())
+
+
 def test_class_weight_vector():
     assert class_weight_vector(None, (1, 2), [3, 1]) is None
     np.testing.assert_allclose(class_weight_vector("balanced", (1, 2, 5), [6, 3, 0]),
