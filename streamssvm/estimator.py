@@ -68,8 +68,13 @@ except ImportError:  # not installed, or older than 1.6 (no validate_data)
         _estimator_type = "classifier"
 
         def score(self, X, y, sample_weight=None):
-            """Mean accuracy of ``predict(X)`` against ``y`` (weighted by ``sample_weight``)."""
-            return float(np.average(self.predict(X) == np.asarray(y), weights=sample_weight))
+            """Mean accuracy of ``predict(X)`` against ``y`` (weighted by ``sample_weight``);
+            ``y`` must hold one label per row of ``X``."""
+            predicted = self.predict(X)
+            if y is None or np.shape(y) != predicted.shape:
+                raise ValueError(f"y must hold {len(predicted)} labels, one per row of X, got "
+                                 f"{'None' if y is None else f'shape {np.shape(y)}'}")
+            return float(np.average(predicted == np.asarray(y), weights=sample_weight))
 
 
 ONLINE_SOLVERS = ("sgd", "pegasos")  # what OnlineTrainer runs

@@ -275,6 +275,16 @@ def test_without_scikit_learn(python, python_env):
                 assert re.search(message, str(exc)), exc
             else:
                 raise AssertionError(message)
+        # score without y, or with a y of another length, was 0.0 or broadcast (a probe)
+        for bad_y, message in ((None, "200 labels.*got None"),
+                               (y[:1], r"200 labels.*got shape \(1,\)"),
+                               (y[:, None], r"got shape \(200, 1\)")):
+            try:
+                clf.score(X, bad_y)
+            except ValueError as exc:
+                assert re.search(message, str(exc)), exc
+            else:
+                raise AssertionError(message)
         weighted = streamssvm.SmoothSVC(lam=1e-3, loss="squared_hinge").fit(X, y,
                                                                           sample_weight=2.0)
         assert np.allclose(weighted.coef_, clf.coef_)
