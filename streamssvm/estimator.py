@@ -122,7 +122,8 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         S / (k S_c), S_c the weight of class c's samples. One-vs-rest: in the problem of
         class c, its samples weigh ``class_weight[c]`` and the others 1 (as LIBLINEAR).
     warm_start : bool, default False
-        Start from the previous ``coef_`` / ``intercept_`` when refitting the same classes.
+        Start from the previous ``coef_`` / ``intercept_`` when refitting the same classes;
+        data of another width is refused.
     n_threads : int, optional
         Kernel threads (default all cores numba sees).
     random_state : int, Generator or None
@@ -194,7 +195,9 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"{X}: y is given with a store path: the store holds its "
                                  f"own labels")
             with Store(X) as store:
+                self._check_warm_start_width(store)
                 return self._fit_source(store, np.asarray(store.classes), sample_weight)
+        self._check_warm_start_width(X)
         X, y = self._validate_fit(X, y)
         classes, y_index = np.unique(y, return_inverse=True)
         if len(classes) < 2:
@@ -344,6 +347,17 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         self.model_ = Model(model.coef_, model.intercept_,
                             classes if numeric else np.arange(k), model.params, model.history)
         return self
+
+    def _check_warm_start_width(self, X):
+        """With warm_start and a fit, refuse data (a matrix or an open Store) whose width is
+        not coef_'s, before the fit changes anything."""
+        if not (self.warm_start and hasattr(self, "coef_")):
+            return
+        shape = (X.n_samples, X.n_features) if isinstance(X, Store) else np.shape(X)
+        if len(shape) == 2 and shape[1] != self.coef_.shape[1]:  # else validation refuses X
+            raise ValueError(f"warm_start=True: X has {shape[1]} features, the fitted coef_ "
+                             f"{self.coef_.shape[1]}; set warm_start=False to fit data of "
+                             f"another width")
 
     def _warm_start_point(self, classes):
         """[coef_, intercept_ / intercept_scaling] per problem, if warm starting applies."""

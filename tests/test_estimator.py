@@ -159,6 +159,15 @@ def test_warm_start_and_string_labels(digits):
     np.testing.assert_array_equal(clf.coef_, coef)
     cold = SmoothSVC(lam=1e-3, tol=1e-6).fit(X, names[y])
     assert cold.n_iter_ > 0
+    # data of another width: refused before the fit changes anything (it failed inside the
+    # solver, leaving n_features_in_ of the new data beside the old coef_; found by a probe)
+    predicted = clf.predict(X_test)
+    with pytest.raises(ValueError, match="warm_start=True: X has 50 features, the fitted "
+                                         "coef_ 64; set warm_start=False"):
+        clf.fit(X[:, :50], names[y])
+    assert clf.n_features_in_ == 64
+    np.testing.assert_array_equal(clf.coef_, coef)
+    np.testing.assert_array_equal(clf.predict(X_test), predicted)
 
 
 def test_binary_decision_sign_and_model(tmp_path):
