@@ -84,6 +84,13 @@ def _is_path(X):
     return isinstance(X, (str, os.PathLike))
 
 
+def _refuse_labels(path, y):
+    """A store holds its labels: ``y`` must be None with its path."""
+    if y is not None:
+        raise ValueError(f"{path}: y is given with a store path: the store holds its own "
+                         f"labels")
+
+
 def _online_solver(estimator):
     return estimator.solver in ONLINE_SOLVERS
 
@@ -191,9 +198,7 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         self
         """
         if _is_path(X):
-            if y is not None:
-                raise ValueError(f"{X}: y is given with a store path: the store holds its "
-                                 f"own labels")
+            _refuse_labels(X, y)
             with Store(X) as store:
                 self._check_warm_start_width(store)
                 return self._fit_source(store, np.asarray(store.classes), sample_weight)
@@ -415,6 +420,7 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         """Mean accuracy on ``X`` and ``y``, or on a store (``X`` its path, ``y`` None)."""
         if not _is_path(X):
             return super().score(X, y, sample_weight=sample_weight)
+        _refuse_labels(X, y)
         self._check_fitted()
         with Store(X) as store:
             scores, labels = self.model_.decision_and_labels(store)

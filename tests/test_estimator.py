@@ -107,6 +107,8 @@ def test_store_path_equals_arrays(tmp_path, digits, classes):
                                rtol=1e-10, atol=1e-13)
     with pytest.raises(ValueError, match="store path"):
         SmoothSVC().fit(path, y)
+    with pytest.raises(ValueError, match="store path"):  # y was ignored (found by a probe)
+        on_store.score(test, np.full(len(y_test), 7))
     with pytest.raises(ValueError, match="sample_weight must be"):
         SmoothSVC().fit(path, sample_weight=weights[:-1])
 
