@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .data import InMemorySource, Store
+from .data.memory import check_exact_labels
 from .model import Model
 from .multiclass import train_one_vs_rest
 from .objective.smooth_svm import NO_ROW_WEIGHTS
@@ -189,7 +190,8 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         ----------
         X : array or sparse matrix of shape (n_samples, n_features), or a store path
         y : array of shape (n_samples,)
-            Two or more distinct labels.
+            Two or more distinct labels (integers that float64, in which ``model_`` keeps
+            them, does not hold exactly are refused).
         sample_weight : array of shape (n_samples,), optional
             Weights s_i >= 0; an integer weight counts like that many copies of the row.
 
@@ -205,6 +207,7 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         self._check_warm_start_width(X)
         X, y = self._validate_fit(X, y)
         classes, y_index = np.unique(y, return_inverse=True)
+        check_exact_labels(classes, "y")  # model_ keeps numbers as float64
         if len(classes) < 2:
             raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes in "
                              f"the data, but the data contains only one class: {classes[0]!r}")
@@ -242,6 +245,7 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
             classes = self.classes_
         X, y = self._validate_fit(X, y, reset=first, ensure_min_samples=1)
         if first:
+            check_exact_labels(classes, "classes")
             self.classes_ = np.unique(classes)
             if len(self.classes_) < 2:
                 raise ValueError(f"classes must hold at least 2 labels, got {self.classes_}")

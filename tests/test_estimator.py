@@ -186,6 +186,24 @@ def test_binary_decision_sign_and_model(tmp_path):
                                decision, rtol=1e-12)
 
 
+def test_integer_labels_that_float64_does_not_hold_refused():
+    """model_ keeps the labels as float64: 2**53 and 2**53 + 1 merged there after training,
+    2**53 + 1 and 2**53 + 3 became 2**53 and 2**53 + 4 (found by a probe)."""
+    X, y = make_classification(200, 5, random_state=0)
+    with pytest.raises(ValueError, match=r"^y holds labels 9007199254740993 beyond 2\*\*53"):
+        SmoothSVC().fit(X, np.where(y == 1, 2**53 + 1, 2**53))
+    online = SmoothSVC(solver="sgd")
+    with pytest.raises(ValueError, match="^classes holds labels 9007199254740993, "
+                                         "9007199254740995 beyond"):
+        online.partial_fit(X, np.where(y == 1, 2**53 + 3, 2**53 + 1),
+                           classes=[2**53 + 1, 2**53 + 3])
+    assert not hasattr(online, "classes_")
+    labels = np.where(y == 1, 2**53 + 2, 2**53)  # held exactly
+    clf = SmoothSVC().fit(X, labels)
+    np.testing.assert_array_equal(clf.model_.predict(X).astype(np.int64), clf.predict(X))
+    assert clf.score(X, labels) > 0.8
+
+
 def test_stochastic_solver_seeded_and_refuses_weights():
     from streamssvm.solvers import SOLVERS
 

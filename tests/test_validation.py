@@ -35,6 +35,10 @@ Y = np.arange(20) % 2
     (sp.csr_matrix(np.where(np.eye(20, 5) > 0, np.inf, 0)), Y, "X holds NaN or infinite"),
     (np.zeros((0, 5)), np.zeros(0), "X has no rows"),
     (X, np.full(20, 3.0), "y must hold at least two distinct labels, found 1"),
+    # float64 keeps the labels: these merged, or became labels y never held (a probe)
+    (X, np.where(Y == 0, 2**53, 2**53 + 1), r"y holds labels 9007199254740993 beyond 2\*\*53"),
+    (X, np.where(Y == 0, 2**53 + 1, 2**53 + 3),
+     r"y holds labels 9007199254740993, 9007199254740995 beyond"),
 ])
 def test_in_memory_matrix_refused(X_, y, message):
     with pytest.raises(ValueError, match=f"<in-memory matrix>: {message}"):
@@ -149,6 +153,7 @@ def test_values_beyond_float32_refused():
     (dict(classes=(np.nan, 1)), r"classes must be at least two distinct finite values"),
     (dict(classes=(1, 1)), r"classes must be at least two distinct finite values"),
     (dict(classes=(0, 2)), r"label 1 is not one of \(0.0, 2.0\)"),
+    (dict(classes=(0, 2**53 + 1)), r"classes holds labels 9007199254740993 beyond 2\*\*53"),
     (dict(value_dtype=np.int32), "value_dtype must be float32 or float64"),
     (dict(block_rows=0), "block_rows must be >= 1, got 0"),
     (dict(block_nnz=-5), "block_nnz must be >= 1, got -5"),
@@ -213,6 +218,9 @@ def test_longdouble_beyond_float64_refused():
 
 def test_labels_of_any_real_type_are_read():
     assert InMemorySource(X, Y.astype(bool)).classes == (0.0, 1.0)
+    assert InMemorySource(X, 2 * Y - 2**53).classes == (-2.0**53, 2.0 - 2**53)  # float64 holds
+    assert InMemorySource(X, 256 * Y.astype(np.uint64) + 2**60).classes == (2.0**60,
+                                                                           2.0**60 + 256)
     assert InMemorySource(X.astype(np.int64), Y).value_dtype == np.float64
     assert InMemorySource(X.astype(np.float32), Y).value_dtype == np.float32
 

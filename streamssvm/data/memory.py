@@ -50,6 +50,22 @@ def as_csr(X, what="X"):
     return X
 
 
+def check_exact_labels(labels, what):
+    """Refuse integer ``labels`` beyond 2**53 that float64, in which sources and models keep
+    labels, does not hold exactly (they would merge or change): a ValueError naming them."""
+    labels = np.asarray(labels)
+    if labels.dtype.kind not in "iu":
+        return
+    big = labels[(labels > 2**53) | (labels < -2**53)]
+    inexact = [v for v in np.unique(big).tolist() if float(v) != v]  # compared exactly
+    if inexact:
+        shown = ", ".join(map(str, inexact[:3])) + (f" and {len(inexact) - 3} more"
+                                                    if len(inexact) > 3 else "")
+        raise ValueError(f"{what} holds labels {shown} beyond 2**53, which float64 (the type "
+                         f"labels are kept in) does not hold exactly: map the labels to "
+                         f"smaller numbers, e.g. their indices in np.unique")
+
+
 def block_offsets_by_nnz(indptr, block_nnz=DEFAULT_BLOCK_NNZ, block_rows=None):
     """Row offsets cutting a CSR matrix into blocks.
 
@@ -83,7 +99,8 @@ class InMemorySource(BlockSource):
     y : array of shape (n_samples,)
         Two distinct values: the smaller maps to -1, the larger to +1 (or as ``classes``
         says). More than two: a multiclass source, whose labels are the indices of the
-        values in ``classes`` (default: the sorted distinct values).
+        values in ``classes`` (default: the sorted distinct values). Integers that float64
+        does not hold exactly (beyond 2**53) are refused.
     block_rows, block_nnz : int, optional
         How to cut blocks, as in the converter.
     classes : sequence of values, optional
@@ -118,7 +135,10 @@ class InMemorySource(BlockSource):
             raise ValueError(f"{self.name}: labels must be numbers, got dtype {y.dtype}")
         if not np.all(np.isfinite(y)):
             raise ValueError(f"{self.name}: y holds NaN or infinite labels")
-        if classes is None:
+        check_exact_labels(y, f"{self.name}: y")
+        if classes is not None:
+            check_exact_labels(classes, f"{self.name}: classes")
+        else:
             classes = np.unique(y)
             if len(classes) == 1 and classes[0] in (-1, 1):
                 classes = np.array([-1, 1])
