@@ -79,6 +79,9 @@ except ImportError:  # not installed, or older than 1.6 (no validate_data)
 
 
 ONLINE_SOLVERS = ("sgd", "pegasos")  # what OnlineTrainer runs
+# the parameters partial_fit makes its OnlineTrainers from, on its first call
+ONLINE_PARAMS = ("loss", "sigma", "lam", "solver", "fit_intercept", "intercept_scaling",
+                 "random_state")
 
 
 def _is_path(X):
@@ -226,7 +229,9 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         classes : array of shape (n_classes,)
             Every label the calls will see; required on the first call unless ``fit`` ran
             before (its ``classes_`` are taken; SGD still starts from zero, not from the
-            weights ``fit`` found: OnlineTrainer has no warm start).
+            weights ``fit`` found: OnlineTrainer has no warm start). The trainers are made
+            on the first call: later calls refuse other ``loss``, ``sigma``, ``lam``,
+            ``solver``, ``fit_intercept``, ``intercept_scaling`` or ``random_state``.
         sample_weight : None
             The stochastic solvers take no weights (neither ``class_weight``).
 
@@ -239,6 +244,15 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         if sample_weight is not None or self.class_weight is not None:
             raise ValueError(NO_ROW_WEIGHTS)
         first = not hasattr(self, "online_")
+        params = {name: getattr(self, name) for name in ONLINE_PARAMS}
+        changed = [] if first else [name for name in ONLINE_PARAMS
+                                    if params[name] != self._online_params[name]]
+        if changed:
+            raise ValueError(", ".join(f"{name} {self._online_params[name]!r} -> "
+                                       f"{params[name]!r}" for name in changed)
+                             + " changed since the first call of partial_fit, whose trainers "
+                               "it goes on with: set them back, or start over with fit (or "
+                               "a new estimator)")
         if first and classes is None:
             if not hasattr(self, "classes_"):
                 raise ValueError("classes must be passed on the first call to partial_fit")
@@ -256,6 +270,7 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
                               fit_intercept=self.fit_intercept,
                               intercept_scaling=self.intercept_scaling, seed=seed + c)
                 for c in range(1 if len(self.classes_) == 2 else len(self.classes_))]
+            self._online_params = params
         elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
             raise ValueError(f"classes {np.unique(classes)} differ from the first call's "
                              f"{self.classes_}")
@@ -324,7 +339,8 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         return weights * (n / total)  # the objective's 1/n then is 1/S
 
     def _fit_source(self, source, classes, sample_weight):
-        self.__dict__.pop("online_", None)  # a later partial_fit starts afresh
+        for name in ("online_", "_online_params"):  # a later partial_fit starts afresh
+            self.__dict__.pop(name, None)
         n, k = source.n_samples, len(classes)
         row_weights = self._sample_weight(sample_weight, getattr(source, "X", None), n)
         class_weight = self.class_weight

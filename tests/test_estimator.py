@@ -256,6 +256,18 @@ def test_partial_fit_streams_batches_through_online_trainers(digits):
         reference.partial_fit(X[rows][binary[rows]], y[rows][binary[rows]], classes=(0, 1))
     np.testing.assert_array_equal(clf.coef_[0], reference.model().coef_)
     assert clf.intercept_[0] == reference.model().intercept_ and clf.n_iter_ == 3
+    # the trainers keep the first call's parameters: a change is refused, not ignored (a
+    # probe's set_params(lam=10, ...) gave the same weights as without it)
+    coef = clf.coef_.copy()
+    clf.set_params(lam=10.0, loss="squared_hinge", fit_intercept=False)
+    with pytest.raises(ValueError, match=r"^loss 'psi_g' -> 'squared_hinge', lam 0.0001 -> "
+                                         r"10.0, fit_intercept True -> False changed since the "
+                                         r"first call.*start over with fit"):
+        clf.partial_fit(X[:300][binary[:300]], y[:300][binary[:300]])
+    np.testing.assert_array_equal(clf.coef_, coef)
+    clf.set_params(lam=1e-4, loss="psi_g", fit_intercept=True)  # set back: goes on
+    clf.partial_fit(X[:10], y[:10] % 2)
+    assert clf.n_iter_ == 4
 
     multi = SmoothSVC(solver="pegasos", lam=1e-4, fit_intercept=False, random_state=0)
     for epoch in range(3):
