@@ -90,14 +90,18 @@ class OnlineTrainer:
         matrix with labels ``y``), continuing from the state of the previous calls.
 
         ``classes`` (two label values, negative class first) is needed on the first call
-        when a batch's ``y`` does not hold both; later batches are read with the classes
-        of the first.
+        when its ``y`` does not hold both (refused without); later batches are read with
+        the classes of the first.
         """
         if not (isinstance(epochs, (int, np.integer)) and epochs >= 1):
             raise ValueError(f"epochs must be an integer >= 1, got {epochs!r}")
         if y is not None and not isinstance(data, (str, os.PathLike)):
             known = classes if self.classes is None else self.classes
             data = InMemorySource(data, y, classes=known)
+            if known is None and min(data.class_counts()) == 0:  # it took (-1, 1) for them
+                raise ValueError(f"{data.name}: the first batch's y holds only the label "
+                                 f"{float(np.asarray(y)[0]):g}: pass classes=(negative label, "
+                                 f"positive label) with it")
             y = None
         with open_source(data, y) as source:
             objective = self._objective(source)

@@ -465,7 +465,7 @@ def test_online_trainer_stops_at_divergence_and_keeps_the_saved_state(data, tmp_
     trainer = streamssvm.OnlineTrainer(loss="squared_hinge", lam=1e-3, learning_rate="constant",
                                        eta0=0.5)
     path = tmp_path / "state.npz"
-    trainer.partial_fit(X[:1], y[:1]).save(path)
+    trainer.partial_fit(X[:1], y[:1], classes=(-1, 1)).save(path)
     saved = path.read_bytes()
     with pytest.raises(FloatingPointError, match="sgd diverged: the weights are not finite"):
         trainer.partial_fit(X, y, epochs=3)
@@ -494,6 +494,12 @@ def test_online_trainer_takes_single_class_batches_and_checks_width(data):
     X, y = data
     trainer = streamssvm.OnlineTrainer(solver="pegasos", lam=LAM)
     positive = y == 1
+    # without classes, a first batch of one label is refused (it fixed the classes to
+    # (-1, 1), and labels 0 / 1 then failed at the next batch; found by a probe)
+    for labels in (y, (y > 0).astype(int)):
+        with pytest.raises(ValueError, match=r"holds only the label 1: pass classes="):
+            trainer.partial_fit(X[positive], labels[positive])
+    assert trainer.classes is None and trainer.epochs == 0
     trainer.partial_fit(X[positive], y[positive], classes=[-1, 1])
     trainer.partial_fit(X[~positive], y[~positive])
     assert trainer.model().classes_.tolist() == [-1.0, 1.0]
