@@ -48,9 +48,11 @@ class Model:
         for each row of ``coef_``.
     params : dict
         How the model was trained (loss, sigma, lambda, solver, tolerance ...); one-vs-rest:
-        ``{"classes": [params of each class's problem], ...}``.
+        the parameters shared by the classes' problems, ``"one_vs_rest": True`` and
+        ``"per_class"``, the results of each problem (``"converged"``, ``"n_iter"`` ...)
+        with its class's ``"label"``.
     history : list of dict
-        One entry per solver iteration (one-vs-rest: entries carry ``class``).
+        One entry per solver iteration (one-vs-rest: each carries its class's ``"label"``).
     """
 
     def __init__(self, coef, intercept, classes, params=None, history=None):

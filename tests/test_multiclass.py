@@ -309,6 +309,20 @@ def test_store_training_equals_in_memory_and_model_round_trip(tmp_path, digits):
     assert again.params["n_iter"] == 0
 
 
+def test_model_docstring_names_the_keys_one_vs_rest_writes(rng):
+    """It named "classes" and "class" for "per_class" and "label" (found by a probe)."""
+    X = rng.standard_normal((60, 4))
+    y = np.argmax(X[:, :3], axis=1)
+    model = train_one_vs_rest(X, y, progress=False)
+    binary = train_one_vs_rest(X, y > 0, progress=False)
+    keys = (set(model.params) - set(binary.params)) | (set(model.params["per_class"][0])
+                                                       - set(binary.params))
+    keys |= set(model.history[0]) - set(binary.history[0])
+    assert keys == {"one_vs_rest", "per_class", "label"}
+    for key in keys:
+        assert f'"{key}"' in Model.__doc__, key
+
+
 # ---------------------------------------------------------------- command line
 
 def test_cli_multiclass_convert_info_train_predict(tmp_path, text, capsys, sklearn_load):
