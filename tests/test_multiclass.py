@@ -56,6 +56,8 @@ def test_convert_multiclass_matches_sklearn(tmp_path, text, sklearn_load, block_
         assert store.metadata["version"] == 2
         X, labels = store.read_rows(0, store.n_samples)
         assert labels.dtype == np.int32
+        end = store.n_samples  # an empty range past the last block too (was int8)
+        assert store.read_rows(end, end)[1].dtype == np.int32
         np.testing.assert_array_equal(np.asarray(classes)[labels], y_ref)
         np.testing.assert_array_equal(store.labels(), labels)
         np.testing.assert_array_equal(store.class_counts(), summary["class_counts"])

@@ -139,7 +139,8 @@ class BlockSource:
                      np.concatenate([b.y for b in blocks]))
 
     def read_rows(self, start, stop):
-        """Rows ``start .. stop`` as ``(X, y)``: a CSR matrix and an int8 array of +-1."""
+        """Rows ``start .. stop - 1`` as ``(X, y)``: a CSR matrix and their labels as in
+        :class:`Block` (int8 +-1, or int32 class indices of a multiclass source)."""
         if not 0 <= start <= stop <= self.n_samples:
             raise IndexError(f"{self.name}: row range {start}:{stop} outside 0:{self.n_samples}")
         first = int(np.searchsorted(self.row_offsets, start, side="right")) - 1
@@ -153,7 +154,8 @@ class BlockSource:
             labels.append(block.y[lo:hi])
             k += 1
         if not parts:
-            return sp.csr_matrix((0, self.n_features), dtype=self.value_dtype), np.empty(0, np.int8)
+            return (sp.csr_matrix((0, self.n_features), dtype=self.value_dtype),
+                    np.empty(0, np.int32 if self.multiclass else np.int8))
         return sp.vstack(parts, format="csr"), np.concatenate(labels)
 
     def labels(self):
