@@ -9,6 +9,7 @@ To add a subcommand, write ``_add_NAME(subparsers)`` (its arguments, and
 import argparse
 import contextlib
 import errno
+import inspect
 import os
 import sys
 
@@ -18,7 +19,7 @@ from . import __version__
 from ._atomic import NO_ROOM, atomic_output, check_output
 from .data.store import Store, StoreError
 from .data.svmlight import SvmlightFormatError
-from .solvers import SOLVERS, STOCHASTIC
+from .solvers import SOLVERS
 
 # ValueError: what the library raises on bad arguments or inputs (its messages say which)
 USER_ERRORS = (SvmlightFormatError, StoreError, ValueError, FileNotFoundError, FileExistsError,
@@ -233,27 +234,30 @@ def _add_train(subparsers):
     p.add_argument("--class-weight", type=_class_weight, metavar="balanced|LABEL:W,...",
                    help="weights of the classes' rows: 'balanced' (n / (k n_class)) or a list "
                         "such as 1:5,-1:0.5 (others 1)")
-    p.add_argument("--preconditioner", action="store_true",
+    p.add_argument("--preconditioner", action="store_true", default=None,
                    help="diagonal preconditioner for CG (tron; newton always uses it)")
-    p.add_argument("--backtrack", action="store_true",
+    p.add_argument("--backtrack", action="store_true", default=None,
                    help="tron: take a backtracking step along a rejected trial step instead of "
                         "solving again in a smaller region (Nocedal & Yuan)")
-    p.add_argument("--forcing", choices=("constant", "quadratic"), default="constant",
-                   help="tron's CG forcing term: 0.1, or min(0.1, ||grad||) (quadratic regime)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="stochastic solvers: seed of the visiting order (default %(default)s)")
+    p.add_argument("--forcing", choices=("constant", "quadratic"),
+                   help="tron's CG forcing term: 0.1 (constant, the default), or "
+                        "min(0.1, ||grad||) (quadratic regime)")
+    p.add_argument("--seed", type=int,
+                   help="stochastic solvers: seed of the visiting order (default 0)")
     p.add_argument("--step", type=float, help="saga / svrg step size (default 1/(3 or 4 L_max)); "
                    "sgd: eta0 of the constant or invscaling schedule")
     p.add_argument("--learning-rate", choices=("optimal", "constant", "invscaling"),
-                   default="optimal", help="sgd's schedule (default %(default)s)")
-    p.add_argument("--average", action="store_true", help="sgd / pegasos: averaged iterate")
-    p.add_argument("--delay", type=int, default=0, metavar="K",
+                   help="sgd's schedule (default optimal, which takes no --step)")
+    p.add_argument("--average", action="store_true", default=None,
+                   help="sgd / pegasos: averaged iterate")
+    p.add_argument("--delay", type=int, metavar="K",
                    help="sgd: updates delayed by up to K - 1 steps, on two threads (on "
-                        "news20, K = 16 reached serial SGD's objectives); 0: serial SGD")
+                        "news20, K = 16 reached serial SGD's objectives); 0 (default): "
+                        "serial SGD")
     p.add_argument("--checkpoint", metavar="FILE",
                    help="write the solver's state here as it runs (atomically; binary stores)")
-    p.add_argument("--checkpoint-every", type=float, default=60.0, metavar="SECONDS",
-                   help="seconds between checkpoints (default %(default)s; 0: every iteration)")
+    p.add_argument("--checkpoint-every", type=float, metavar="SECONDS",
+                   help="seconds between checkpoints (default 60; 0: every iteration)")
     p.add_argument("--resume", action="store_true",
                    help="continue from the --checkpoint file (ends at the model an "
                         "uninterrupted run would give)")
@@ -268,10 +272,13 @@ def _add_train(subparsers):
 
 
 def _checkpoint_options(args):
-    """``checkpoint`` / ``checkpoint_every`` for train_stream, after checking --resume."""
+    """``checkpoint`` / ``checkpoint_every`` for train_stream; --resume and --checkpoint-every
+    without --checkpoint are refused."""
     if not args.checkpoint:
-        if args.resume:
-            raise ValueError("--resume needs --checkpoint FILE")
+        for flag, given in (("--resume", args.resume),
+                            ("--checkpoint-every", args.checkpoint_every is not None)):
+            if given:
+                raise ValueError(f"{flag} needs --checkpoint FILE")
         return {}
     exists = os.path.exists(args.checkpoint)
     if args.resume and not exists:
@@ -279,36 +286,47 @@ def _checkpoint_options(args):
     if exists and not args.resume:
         raise FileExistsError(errno.EEXIST, "checkpoint exists (pass --resume to continue "
                               "it, or remove it)", args.checkpoint)
-    return dict(checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every)
+    options = dict(checkpoint=args.checkpoint)
+    if args.checkpoint_every is not None:
+        options["checkpoint_every"] = args.checkpoint_every
+    return options
+
+
+# train's options for the solver (argparse's dests, train_stream's names; --step is also
+# sgd's eta0); left out, they are None
+SOLVER_FLAGS = ("preconditioner", "backtrack", "forcing", "seed", "step", "learning_rate",
+                "average", "delay")
 
 
 def _solver_options(args):
-    """The command line's options of the chosen solver; with auto, the seed and the options
-    given, which train_stream passes to the solver it picks if that one takes them (a
-    default such as --preconditioner's off is not given: Newton's is on)."""
+    """The solver options given on the command line, as train_stream names them. With auto,
+    train_stream passes them to the solver it picks if that one takes them; else one that
+    the solver does not take is refused, and those left out are the solver's defaults."""
+    options = {name: getattr(args, name) for name in SOLVER_FLAGS
+               if getattr(args, name) is not None}
+    if "step" in options and args.solver in ("sgd", "auto"):  # auto picks no saga or svrg
+        if options.get("learning_rate", "optimal") == "optimal":
+            raise ValueError("--step is sgd's eta0, which its --learning-rate optimal (the "
+                             "default) does not use: give --learning-rate constant or "
+                             "invscaling")
+        options["eta0"] = options.pop("step")
     if args.solver == "auto":
-        given = dict(seed=args.seed, preconditioner=args.preconditioner or None,
-                     backtrack=args.backtrack or None,
-                     forcing=None if args.forcing == "constant" else args.forcing,
-                     average=args.average or None, delay=args.delay or None, eta0=args.step,
-                     learning_rate=None if args.learning_rate == "optimal" else args.learning_rate)
-        return {k: v for k, v in given.items() if v is not None}
-    if args.solver == "tron":
-        return dict(preconditioner=args.preconditioner, forcing=args.forcing,
-                    backtrack=args.backtrack)
-    options = {}
-    if args.solver in STOCHASTIC:
-        options["seed"] = args.seed
-    if args.solver in ("sgd", "pegasos"):
-        options["average"] = args.average
-    if args.solver == "sgd":
-        options["learning_rate"] = args.learning_rate
-        options["delay"] = args.delay
-        if args.step is not None:
-            options["eta0"] = args.step
-    elif args.solver in ("saga", "svrg"):
-        options["step"] = args.step
-    return options
+        return options
+    accepted = inspect.signature(SOLVERS[args.solver]).parameters
+    untaken = [name for name in options if name not in accepted]
+    if untaken:
+        raise ValueError(f"--solver {args.solver} takes no " + ", ".join(
+            f"--{name.replace('_', '-')} ({', '.join(_takers(name))})" for name in untaken)
+            + ": leave it out, or choose a solver that takes it")
+    return dict({name: accepted[name].default for name in (*SOLVER_FLAGS, "eta0")
+                 if name in accepted}, **options)
+
+
+def _takers(name):
+    """The solvers that take the option ``name`` (--step: saga's and svrg's step, sgd's eta0)."""
+    names = {name, "eta0"} if name == "step" else {name}
+    return [solver for solver, solve in SOLVERS.items()
+            if names & inspect.signature(solve).parameters.keys()]
 
 
 @contextlib.contextmanager

@@ -557,6 +557,56 @@ def test_cli_passes_auto_the_options_given(data, tmp_path, loss, rows, given, ex
     assert {k: params.get(k) for k in expected} == expected
 
 
+@pytest.mark.parametrize("given, message", [
+    (["--solver", "tron", "--step", "0.1"], "--solver tron takes no --step (sgd, svrg, saga"),
+    (["--solver", "newton", "--backtrack"], "--solver newton takes no --backtrack (tron"),
+    (["--solver", "saga", "--learning-rate", "constant"], "--solver saga takes no "
+                                                           "--learning-rate (sgd"),
+    (["--solver", "sgd", "--preconditioner"], "--solver sgd takes no --preconditioner"),
+    (["--solver", "tron", "--average", "--delay", "4"], "--solver tron takes no --average "
+                                                         "(sgd, pegasos), --delay (sgd)"),
+    (["--solver", "tron", "--forcing", "quadratic", "--seed", "3"], "takes no --seed"),
+    (["--solver", "pegasos", "--delay", "16"], "--solver pegasos takes no --delay"),
+    (["--solver", "tron", "--delay", "0"], "--solver tron takes no --delay"),  # 0 is given
+    (["--solver", "sgd", "--learning-rate", "constant", "--step", "0"],
+     "eta0 must be positive for 'constant', got 0.0"),
+    # sgd's default schedule takes no eta0, with sgd or auto
+    (["--solver", "sgd", "--step", "0.1"], "--learning-rate constant or invscaling"),
+    (["--solver", "auto", "--step", "0.1"], "--learning-rate constant or invscaling"),
+    (["--checkpoint-every", "5"], "--checkpoint-every needs --checkpoint FILE"),
+])
+def test_cli_refuses_options_the_solver_does_not_take(data, tmp_path, capsys, given, message):
+    """An option given that the chosen solver would not use is refused before the data is
+    read, as train_stream refuses it (the command line dropped it silently)."""
+    from streamssvm.cli import main
+
+    store, model = tmp_path / "a9a.h5", tmp_path / "m.npz"
+    write_store(store, InMemorySource(*data))
+    assert main(["train", str(store), "-o", str(model), "--max-iter", "2", "--quiet",
+                 *given]) == 1
+    assert message in capsys.readouterr().err
+    assert not model.exists()
+
+
+def test_cli_passes_the_solver_its_options_given_or_its_defaults(data, tmp_path):
+    """Options the solver shares are passed to it; those left out are its defaults."""
+    from streamssvm.cli import main
+
+    store, model = tmp_path / "a9a.h5", tmp_path / "m.npz"
+    write_store(store, InMemorySource(*data))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        assert main(["train", str(store), "-o", str(model), "--max-iter", "2", "--quiet",
+                     "--solver", "sgd", "--average", "--learning-rate", "constant", "--step",
+                     "0.05", "--seed", "4"]) == 0
+    params = streamssvm.Model.load(model).params
+    assert {k: params[k] for k in ("average", "learning_rate", "eta0", "seed", "delay")} == \
+        dict(average=True, learning_rate="constant", eta0=0.05, seed=4, delay=0)
+    assert main(["train", str(store), "-o", str(model), "--max-iter", "2", "--quiet",
+                 "--solver", "newton", "--overwrite"]) == 0
+    assert streamssvm.Model.load(model).params["preconditioner"] is True  # Newton's own
+
+
 @pytest.mark.parametrize("name", sorted(SOLVERS))
 @pytest.mark.parametrize("stop", [dict(tol=1e-2), dict(tol=1e-12, max_iter=4)])
 def test_the_last_history_entry_counts_every_pass(data, name, stop):
