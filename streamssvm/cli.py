@@ -354,6 +354,9 @@ def cmd_train(args):
     if len(args.store) == 1:
         args.store = args.store[0]
     check_output(args.output, args.overwrite)  # before the training, not after
+    if args.checkpoint and os.path.realpath(args.checkpoint) == os.path.realpath(args.output):
+        raise ValueError(f"--checkpoint {args.checkpoint} is the model file -o {args.output}: "
+                         f"give it another name")
     options = dict(_solver_options(args), **_checkpoint_options(args))
     with _dask_client(args.scheduler) as client:
         model = train_one_vs_rest(args.store, class_weight=args.class_weight, loss=args.loss,

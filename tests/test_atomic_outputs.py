@@ -234,6 +234,20 @@ def test_output_errors_name_the_output_before_any_work(tmp_path, inputs, capsys)
     assert sorted(os.listdir(tmp_path)) == ["model.npz", "out", "train.h5", "train.svm"]
 
 
+def test_a_checkpoint_named_as_the_model_is_refused_before_training(tmp_path, inputs, capsys,
+                                                                   monkeypatch):
+    """-o X --checkpoint X trained, then found the model's name taken by the checkpoint
+    (and left it there); the same file by another name too."""
+    src, store, model = inputs
+    monkeypatch.chdir(tmp_path)
+    for checkpoint in ("m.npz", str(tmp_path / "m.npz"), "./m.npz"):
+        assert main(["train", str(store), "-o", "m.npz", "--quiet", "--checkpoint",
+                     checkpoint]) == 1
+        assert capsys.readouterr().err == (f"streamssvm: error: --checkpoint {checkpoint} is "
+                                           f"the model file -o m.npz: give it another name\n")
+        assert not (tmp_path / "m.npz").exists()
+
+
 @pytest.mark.parametrize("where, error", [("missing/run.ckpt", FileNotFoundError),
                                           (".", IsADirectoryError)])
 def test_a_checkpoint_that_cannot_be_written_is_refused_before_the_run(tmp_path, where, error):
