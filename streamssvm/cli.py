@@ -21,9 +21,11 @@ from .data.store import Store, StoreError
 from .data.svmlight import SvmlightFormatError
 from .solvers import SOLVERS
 
-# ValueError: what the library raises on bad arguments or inputs (its messages say which)
-USER_ERRORS = (SvmlightFormatError, StoreError, ValueError, FileNotFoundError, FileExistsError,
-               IsADirectoryError, NotADirectoryError, PermissionError)
+# ValueError: what the library raises on bad arguments or inputs (its messages say which);
+# FloatingPointError: a run that diverged (its message says which step to lower)
+USER_ERRORS = (SvmlightFormatError, StoreError, ValueError, FloatingPointError,
+               FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError,
+               PermissionError)
 
 
 def _positive_int(text):

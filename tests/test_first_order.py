@@ -535,6 +535,20 @@ def test_cli_passes_sgd_its_delay(data, tmp_path, capsys):
     assert "delay must be an integer >= 0, got -1" in capsys.readouterr().err
 
 
+def test_cli_reports_a_diverged_run_in_one_line(data, tmp_path, capsys):
+    """A stochastic run that diverged printed FloatingPointError's traceback."""
+    from streamssvm.cli import main
+
+    store, model = tmp_path / "a9a.h5", tmp_path / "m.npz"
+    write_store(store, InMemorySource(*data))
+    assert main(["train", str(store), "-o", str(model), "--solver", "sgd", "--max-iter", "1",
+                 "--learning-rate", "constant", "--step", "1e300", "--quiet"]) == 1
+    assert capsys.readouterr().err == (
+        "streamssvm: error: sgd diverged: the objective is not finite after epoch 1 (a step "
+        "too large for the data: lower the step size or its schedule's start)\n")
+    assert not model.exists()
+
+
 @pytest.mark.parametrize("loss, rows, given, expected", [
     # wide (123 features, 10 rows): SDCA, with its seed
     ("psi_g", 10, ["--seed", "3"], dict(solver="sdca", seed=3)),
