@@ -4,6 +4,7 @@ To add a subcommand, write ``_add_NAME(subparsers)`` (its arguments, and
 ``set_defaults(func=cmd_NAME)``) and ``cmd_NAME(args) -> int``, and list the adder in
 ``SUBCOMMANDS``. Errors of the types in ``USER_ERRORS`` are printed as one line
 ``streamssvm: error: ...`` with exit status 1; anything else is a bug and keeps its traceback.
+Output into a closed pipe ends the command quietly, with status 1.
 """
 
 import argparse
@@ -492,7 +493,13 @@ def main(argv=None):
     """Run the command line; return the exit status."""
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()  # a closed pipe fails here, not at exit
+        return status
+    except BrokenPipeError:  # the reader of the output is gone (| head): end quietly, the
+        # rest of the output to devnull (Python's idiom: exit's flush fails no more)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except USER_ERRORS as exc:
         print(f"streamssvm: error: {_message(exc)}", file=sys.stderr)
         return 1

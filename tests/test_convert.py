@@ -450,6 +450,20 @@ def test_cli_errors(tmp_path, write_text, python, python_env, capsys):
     assert exit_info.value.code == 2 and "not allowed with" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", [["info"], ["verify"], ["losses"]])
+def test_cli_output_into_a_closed_pipe_ends_quietly(write_text, python, python_env, command):
+    """Output into a pipe closed by its reader (``| head -1``) ends the command with status 1
+    and nothing on stderr (it printed BrokenPipeError's traceback)."""
+    store = write_text(b"0 1:1\n1 2:1\n").with_suffix(".h5")
+    assert run_cli(python, python_env, "convert", store.with_suffix(".svm"), store,
+                   "--quiet").returncode == 0
+    proc = subprocess.Popen([python, "-m", "streamssvm", *command,
+                             *([str(store)] if command != ["losses"] else [])],
+                            env=python_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # before the command writes
+    assert (proc.stderr.read(), proc.wait(timeout=120)) == (b"", 1)
+
+
 def test_a_value_beyond_float32_is_refused_not_stored_as_inf(tmp_path, write_text, capsys):
     """The parser checks values in float64; narrowing 1e300 to the default float32 stored
     inf without a word, and training on the store then hung. It is refused where it is
