@@ -84,7 +84,7 @@ def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0
         Warm start.
     **train_options
         Passed to ``train_stream`` for every problem (loss, sigma, lam, solver, tol ...);
-        ``checkpoint`` only with two classes.
+        ``checkpoint`` and ``client`` only with two classes.
 
     Returns
     -------
@@ -111,6 +111,9 @@ def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0
         if train_options.get("checkpoint") is not None:  # each problem would refuse the last's
             raise ValueError(f"{source.name}: checkpoints are for two classes (one-vs-rest "
                              f"trains one problem per class)")
+        if train_options.get("client") is not None:  # each class's view is local
+            raise ValueError(f"{source.name}: one-vs-rest over its {k} classes is not trained "
+                             f"with a Dask client (only two classes are); train it without one")
         if w0 is not None and np.shape(w0)[0] != k:
             raise ValueError(f"w0 has shape {np.shape(w0)}, expected ({k}, n_variables)")
         models = []

@@ -292,3 +292,25 @@ def test_what_cannot_run_on_workers_is_refused(a9a_stores, client, capsys):
     with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
         assert main(["train", full, "--scheduler", "tcp://127.0.0.1:9", "-o", "never.npz"]) == 1
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_one_vs_rest_with_a_client_is_refused_before_training(client, tmp_path, capsys):
+    """One-vs-rest trains each class on a local view of the store: with a client it said
+    "(class 0 vs rest): training with a Dask client needs stores", of a store path."""
+    from streamssvm import train_one_vs_rest
+    from streamssvm.cli import main
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 4))
+    store = str(tmp_path / "three.h5")
+    write_store(store, InMemorySource(X, np.argmax(X[:, :3], axis=1)))
+    message = (f"{store}: one-vs-rest over its 3 classes is not trained with a Dask client "
+               f"(only two classes are); train it without one")
+    with pytest.raises(ValueError) as info:
+        train_one_vs_rest(store, client=client, progress=False)
+    assert str(info.value) == message
+    model = tmp_path / "m.npz"
+    assert main(["train", store, "--scheduler", client.scheduler.address, "-o", str(model),
+                 "--quiet"]) == 1
+    assert capsys.readouterr().err == f"streamssvm: error: {message}\n"
+    assert not model.exists()
