@@ -84,13 +84,16 @@ def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0
         Warm start.
     **train_options
         Passed to ``train_stream`` for every problem (loss, sigma, lam, solver, tol ...);
-        ``checkpoint`` and ``client`` only with two classes.
+        ``checkpoint`` and ``client`` only with two classes, ``client`` without weights.
 
     Returns
     -------
     Model
         Binary, or with one row of ``coef_`` per class.
     """
+    if class_weight is not None and train_options.get("client") is not None:
+        raise ValueError("class weights (class_weight) are not supported across Dask workers: "
+                         "train without them, or without a client")
     with open_source(data, y) as source:
         if sample_weight is not None and np.shape(sample_weight) != (source.n_samples,):
             raise ValueError(f"{source.name}: sample_weight has shape "

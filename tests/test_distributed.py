@@ -314,3 +314,23 @@ def test_one_vs_rest_with_a_client_is_refused_before_training(client, tmp_path, 
                  "--quiet"]) == 1
     assert capsys.readouterr().err == f"streamssvm: error: {message}\n"
     assert not model.exists()
+
+
+def test_class_weights_with_a_client_are_refused_as_such(a9a_stores, client, tmp_path, capsys):
+    """--class-weight with --scheduler said "sample_weight is not supported across Dask
+    workers", of a sample_weight never given."""
+    from streamssvm import train_one_vs_rest
+    from streamssvm.cli import main
+
+    full, _ = a9a_stores
+    message = ("class weights (class_weight) are not supported across Dask workers: train "
+               "without them, or without a client")
+    with pytest.raises(ValueError) as info:
+        train_one_vs_rest(full, class_weight="balanced", client=client, progress=False)
+    assert str(info.value) == message
+    with pytest.raises(ValueError, match="^sample_weight is not supported across Dask"):
+        train_one_vs_rest(full, sample_weight=np.ones(32561), client=client, progress=False)
+    model = tmp_path / "m.npz"
+    assert main(["train", full, "--class-weight", "1:2", "--scheduler",
+                 client.scheduler.address, "-o", str(model), "--quiet"]) == 1
+    assert capsys.readouterr().err == f"streamssvm: error: {message}\n"
