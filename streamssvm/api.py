@@ -87,8 +87,9 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     w0 : array of shape (n_variables,), optional
         Warm start.
     sigma_path : sequence of float
-        Continuation for a small sigma: solve at each of these widths first (to the same
-        tolerance and ``max_iter``), each warm-started from the last, then at ``sigma``;
+        Continuation for a small sigma: solve at each of these widths first (decreasing,
+        all larger than ``sigma``; to the same tolerance and ``max_iter``), each
+        warm-started from the last, then at ``sigma``;
         ``loss`` is then a name without its sigma (``"psi_g"``). For psi_G at
         sigma = 2^-6 on news20 from a store, (2^-2, 2^-4) took 57 passes instead of 88 and
         stopped twice as close to the optimal objective, in about the same time.
@@ -134,11 +135,20 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     """
     if not isinstance(sigma_path, (list, tuple, np.ndarray)):
         raise ValueError(f"sigma_path must be a sequence of widths, got {sigma_path!r}")
+    stages = []
     for width in sigma_path:  # each stage's loss, before the data is read
         try:
-            get_loss(loss, width)
+            stages.append(get_loss(loss, width).sigma)
         except ValueError as e:
             raise ValueError(f"sigma_path {list(sigma_path)}: {e}") from None
+    if stages:  # larger sigmas first, down to sigma
+        ends = [*stages[1:], get_loss(loss, sigma).sigma]
+        for i, (width, end) in enumerate(zip(stages, ends)):
+            if not width > end:
+                raise ValueError(
+                    f"sigma_path {list(sigma_path)}: stage {width:g} is not larger than "
+                    f"{'the next stage' if i + 1 < len(stages) else 'sigma'} {end:g} (the "
+                    f"stages go from larger sigmas down to sigma)")
     # BLAS serves only the solvers' vector operations here, and OpenBLAS's threads spin
     # on the cores the kernels' threads need: news20, Newton, squared hinge, 2 cores,
     # 4.4 s with them and 2.1 s without

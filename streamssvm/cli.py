@@ -221,7 +221,8 @@ def _add_train(subparsers):
                    help=f"{', '.join(LOSS_NAMES)}, or NAME:key=value,... (default %(default)s)")
     p.add_argument("--sigma", type=float, help="smoothing width of psi_g / psi_m (default 2^-3)")
     p.add_argument("--sigma-path", type=_float_list, default=(), metavar="S1,S2,...",
-                   help="continuation: solve at these larger sigmas first, warm-starting")
+                   help="continuation: solve at these sigmas first (decreasing, all larger "
+                        "than --sigma), warm-starting")
     p.add_argument("--lam", type=float, default=1e-5, help="lambda (default %(default)s)")
     p.add_argument("--solver", choices=("auto",) + tuple(SOLVERS), default="tron",
                    help="auto: sdca on wide data (the sharper the loss, the less wide), "

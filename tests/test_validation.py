@@ -257,6 +257,11 @@ def test_labels_of_any_real_type_are_read():
      r"sigma_path \[0.5\]: loss 'psi_g:sigma=0.1': sigma=0.1 in the name but sigma=0.5"),
     (dict(sigma_path=[0.5], loss="logistic"), r"sigma_path \[0.5\]: loss 'logistic' takes no sigma"),
     (dict(sigma_path=[0.5, -1]), r"sigma_path \[0.5, -1\]: sigma must be a positive finite"),
+    # larger sigmas first, down to sigma (2^-3 by default): smaller ones were taken silently
+    (dict(sigma_path=[0.1]), r"sigma_path \[0.1\]: stage 0.1 is not larger than sigma 0.125"),
+    (dict(sigma_path=[0.5], sigma=0.5), r"stage 0.5 is not larger than sigma 0.5"),
+    (dict(sigma_path=[0.25, 0.5], sigma=0.1),
+     r"sigma_path \[0.25, 0.5\]: stage 0.25 is not larger than the next stage 0.5"),
     # an array: numpy's "truth value of an array is ambiguous"
     (dict(sigma_path=np.array([0.5, 0.25]), checkpoint="run.ckpt"),
      "checkpoints work with the solvers .*, without sigma_path"),
