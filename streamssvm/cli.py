@@ -413,6 +413,9 @@ def cmd_predict(args):
     with Store(args.store) as store:
         decision, labels = model.decision_and_labels(store)
         accuracy = model.accuracy(decision, labels, store.classes)
+        unknown = model.unknown_labels(labels, store.classes, args.store)
+    if unknown:
+        print(f"streamssvm: warning: {unknown}", file=sys.stderr)
     print(f"accuracy {accuracy:.4f} on {len(labels):,} rows of {args.store}")
     if args.output:  # one-vs-rest decision values: one column per class
         with atomic_output(args.output, overwrite=args.overwrite) as tmp:

@@ -8,6 +8,7 @@ model over k > 2 classes (version 2) has ``coef`` (k, n_features), ``intercept``
 """
 
 import json
+import warnings
 import zipfile
 
 import numpy as np
@@ -128,9 +129,21 @@ class Model:
             return float("nan")
         if not self.multiclass and tuple(source_classes) == tuple(self.classes_):  # signs
             return float(np.mean((decision > 0) == (labels > 0)))
-        truth = np.asarray(source_classes)[labels if len(source_classes) > 2
-                                           else (labels > 0).astype(np.intp)]
+        truth = np.asarray(source_classes)[_class_index(labels, source_classes)]
         return float(np.mean(self.labels_of(decision) == truth))
+
+    def unknown_labels(self, labels, source_classes, name):
+        """What to warn of when ``labels`` (from :meth:`decision_and_labels` on the source
+        ``name`` of classes ``source_classes``) hold values that are none of ``classes_``
+        (their rows count as wrong), or None."""
+        present = np.asarray(source_classes, np.float64)[
+            np.unique(_class_index(labels, source_classes))]
+        unknown = present[~np.isin(present, self.classes_)]
+        if len(unknown):
+            return (f"{name}: labels {present.tolist()} are not all among the model's classes "
+                    f"{self.classes_.tolist()} (rows labelled {unknown.tolist()} count as "
+                    f"wrong)")
+        return None
 
     def decision_function(self, X):
         """Decision values x.coef_ + intercept_ (one-vs-rest: x.coef_[c] + intercept_[c]).
@@ -160,7 +173,7 @@ class Model:
     def score(self, X, y=None):
         """Accuracy on ``X`` and labels ``y`` (original values), or on stores (a path or
         a list, as ``train_stream`` takes) or a source with their own labels (``y``
-        omitted)."""
+        omitted; a UserWarning if some are none of ``classes_``)."""
         if y is None:
             source = open_stores(X) if names_stores(X) else X
             if not isinstance(source, BlockSource):
@@ -170,6 +183,9 @@ class Model:
             finally:
                 if source is not X:
                     source.close()
+            unknown = self.unknown_labels(labels, source.classes, source.name)
+            if unknown:
+                warnings.warn(unknown, UserWarning, stacklevel=2)
             return self.accuracy(decision, labels, source.classes)
         predicted, y = self.predict(X), np.asarray(y)
         if y.shape != predicted.shape:
@@ -203,3 +219,9 @@ class Model:
                            meta["history"])
         except READ_ERRORS as exc:
             raise ValueError(f"{path}: not a streamssvm model ({exc})") from exc
+
+
+def _class_index(labels, source_classes):
+    """Indices into ``source_classes`` of a source's labels as in its blocks (class indices
+    of a multiclass source, -1/+1 of a binary one)."""
+    return labels if len(source_classes) > 2 else (labels > 0).astype(np.intp)

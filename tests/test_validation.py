@@ -6,6 +6,7 @@ non-numbers, NaN, a model applied to data of another width) must be refused befo
 
 import json
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -354,6 +355,7 @@ def test_model_on_a_store_of_another_width(tmp_path, capsys):
     assert capsys.readouterr().err == f"streamssvm: error: {path} has 7 features, the model 5\n"
 
 
+@pytest.mark.filterwarnings("ignore:.* are not all among the model's classes")  # see below
 def test_score_on_a_store_with_other_label_values(tmp_path):
     """A store whose two labels are not the model's: predictions are compared as labels,
     not as signs (the +1 of one map is not the +1 of the other)."""
@@ -364,6 +366,32 @@ def test_score_on_a_store_with_other_label_values(tmp_path):
         source = InMemorySource(rows, labels, classes=(1.0, 2.0) if 2.0 in labels else None)
         path = write_store(tmp_path / f"s{expected}.h5", source)
         assert model.score(path) == expected == model.score(rows, labels)
+
+
+def test_a_store_with_labels_the_model_does_not_know_is_warned_of(tmp_path, capsys):
+    """A model of classes (3, 7, 12.5) on a -1/+1 store scored 0 with no word of why."""
+    rows = sp.csr_matrix(np.ones((4, 3)))
+    for model, labels, foreign in ((Model(np.ones((3, 3)), np.zeros(3), (3.0, 7.0, 12.5)),
+                                    [-1.0, 1.0, 1.0, -1.0], [-1.0, 1.0]),
+                                   (Model(np.ones(3), 1.0, (0.0, 1.0)), [1.0, 2.0, 2.0, 1.0],
+                                    [2.0])):
+        path = write_store(tmp_path / "s.h5", InMemorySource(rows, labels), overwrite=True)
+        message = (f"{path}: labels {sorted(set(labels))} are not all among the model's "
+                   f"classes {model.classes_.tolist()} (rows labelled {foreign} count as "
+                   f"wrong)")
+        with pytest.warns(UserWarning) as record:
+            model.score(path)
+        assert [str(w.message) for w in record] == [message]
+        model.save(tmp_path / "m.npz")
+        assert main(["predict", str(tmp_path / "m.npz"), str(path)]) == 0
+        assert capsys.readouterr().err == f"streamssvm: warning: {message}\n"
+    with warnings.catch_warnings():  # labels all among the classes, some never seen: none
+        warnings.simplefilter("error")
+        path = write_store(tmp_path / "s.h5", InMemorySource(rows, [0.0] * 4, classes=(0.0, 1.0)),
+                           overwrite=True)
+        assert model.score(path) == 0.0
+        assert main(["predict", str(tmp_path / "m.npz"), str(path)]) == 0
+    assert capsys.readouterr().err == ""
 
 
 def _npz(path, **arrays):
