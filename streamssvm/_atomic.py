@@ -10,13 +10,18 @@ NO_ROOM = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded",
            errno.EFBIG: "file too large (the file system's or the process's size limit)"}
 
 
-def check_output(path, overwrite=False):
-    """Refuse an output ``path`` before any work: an existing one (unless ``overwrite``), a
-    directory, or one in a directory that does not exist (an OSError naming ``path``).
-    Returns the directory that will hold it."""
+def check_output(path, overwrite=False, inputs=()):
+    """Refuse an output ``path`` before any work: an existing one (unless ``overwrite``), one
+    of the ``inputs`` (paths read by the same work, whatever ``overwrite``), a directory, or
+    one in a directory that does not exist (an OSError naming ``path``). Returns the
+    directory that will hold it."""
     path = os.fspath(path)
     if os.path.isdir(path):
         raise IsADirectoryError(errno.EISDIR, "is a directory, not a file to write", path)
+    for source in inputs:
+        if os.path.exists(path) and os.path.exists(source) and os.path.samefile(path, source):
+            raise ValueError(f"{path}: the output is the input {os.fspath(source)}: give "
+                             f"the output another name")
     if os.path.exists(path) and not overwrite:
         raise FileExistsError(errno.EEXIST, "output exists (pass overwrite=True / --overwrite "
                                             "to replace it)", path)

@@ -355,9 +355,9 @@ def _dask_client(address):
 def cmd_train(args):
     from .multiclass import train_one_vs_rest
 
+    check_output(args.output, args.overwrite, args.store)  # before the training, not after
     if len(args.store) == 1:
         args.store = args.store[0]
-    check_output(args.output, args.overwrite)  # before the training, not after
     if args.checkpoint and os.path.realpath(args.checkpoint) == os.path.realpath(args.output):
         raise ValueError(f"--checkpoint {args.checkpoint} is the model file -o {args.output}: "
                          f"give it another name")
@@ -406,7 +406,8 @@ def cmd_predict(args):
     from .model import Model
 
     if args.output:
-        check_output(args.output, args.overwrite)  # before the pass over the store
+        # before the pass over the store
+        check_output(args.output, args.overwrite, (args.model, args.store))
     elif args.decision:
         raise ValueError("--decision says what to write to -o FILE: give one")
     model = Model.load(args.model)

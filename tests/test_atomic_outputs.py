@@ -248,6 +248,35 @@ def test_a_checkpoint_named_as_the_model_is_refused_before_training(tmp_path, in
         assert not (tmp_path / "m.npz").exists()
 
 
+def test_an_output_that_is_an_input_is_refused_even_with_overwrite(tmp_path, inputs, capsys,
+                                                                    monkeypatch):
+    """convert, train and predict with --overwrite replaced their input by their output
+    (the text by a store, the store by a model or by predictions)."""
+    src, store, model = inputs
+    monkeypatch.chdir(tmp_path)
+    before = {path: path.read_bytes() for path in (src, store, model)}
+    quiet = ["--overwrite", "--quiet"]
+    for argv, output, source in (
+            (["convert", str(src), "./train.svm", *quiet], "./train.svm", src),
+            (["convert", str(src), "out.h5", "--like", "train.h5", *quiet], None, None),
+            (["convert", str(src), str(store), "--like", "train.h5", *quiet], str(store),
+             "train.h5"),
+            (["train", "train.h5", "-o", str(store), *quiet], str(store), "train.h5"),
+            (["train", str(store), str(store), "-o", "train.h5", *quiet], "train.h5", store),
+            (["predict", "model.npz", "train.h5", "-o", "train.h5", "--overwrite"], "train.h5",
+             "train.h5"),
+            (["predict", "model.npz", "train.h5", "-o", str(model), "--overwrite"], str(model),
+             "model.npz")):
+        status = main(argv)
+        if output is None:  # another output of the same inputs: written
+            assert status == 0
+            continue
+        assert status == 1
+        assert capsys.readouterr().err == (f"streamssvm: error: {output}: the output is the "
+                                           f"input {source}: give the output another name\n")
+    assert {path: path.read_bytes() for path in before} == before
+
+
 @pytest.mark.parametrize("where, error", [("missing/run.ckpt", FileNotFoundError),
                                           (".", IsADirectoryError)])
 def test_a_checkpoint_that_cannot_be_written_is_refused_before_the_run(tmp_path, where, error):

@@ -254,7 +254,8 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
     """
     t0 = time.perf_counter()
     src, dst = os.fspath(src), os.fspath(dst)
-    check_output(dst, overwrite)  # before the parse, not at the writer's end
+    # before the parse, not at the writer's end
+    check_output(dst, overwrite, (src,) if like is None else (src, like))
     if like is not None:
         with Store(like) as model:
             like_features, like_classes = model.n_features, model.classes
