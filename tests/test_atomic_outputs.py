@@ -259,8 +259,6 @@ def test_an_output_that_is_an_input_is_refused_even_with_overwrite(tmp_path, inp
     for argv, output, source in (
             (["convert", str(src), "./train.svm", *quiet], "./train.svm", src),
             (["convert", str(src), "out.h5", "--like", "train.h5", *quiet], None, None),
-            (["convert", str(src), str(store), "--like", "train.h5", *quiet], str(store),
-             "train.h5"),
             (["train", "train.h5", "-o", str(store), *quiet], str(store), "train.h5"),
             (["train", str(store), str(store), "-o", "train.h5", *quiet], "train.h5", store),
             (["predict", "model.npz", "train.h5", "-o", "train.h5", "--overwrite"], "train.h5",

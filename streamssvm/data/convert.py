@@ -254,8 +254,8 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
     """
     t0 = time.perf_counter()
     src, dst = os.fspath(src), os.fspath(dst)
-    # before the parse, not at the writer's end
-    check_output(dst, overwrite, (src,) if like is None else (src, like))
+    # before the parse, not at the writer's end (``like`` is read before: it may be dst)
+    check_output(dst, overwrite, (src,))
     if like is not None:
         with Store(like) as model:
             like_features, like_classes = model.n_features, model.classes
