@@ -335,7 +335,7 @@ def test_sdca_evaluates_beside_the_next_epoch_and_returns_an_evaluated_epoch(dat
 
 
 def test_sdca_refuses_an_intercept_and_a_loss_without_conjugate(data):
-    with pytest.raises(ValueError, match="intercept"):
+    with pytest.raises(ValueError, match=r"fit_intercept=False \(no --intercept\)"):
         sdca(_objective(_source(data), fit_intercept=True))
     with pytest.raises(ValueError, match="conjugate"):
         sdca(_objective(_source(data), "kh_hinge"))
@@ -478,7 +478,8 @@ def test_online_trainer_stops_at_divergence_and_keeps_the_saved_state(data, tmp_
 
 
 @pytest.mark.parametrize("options, message", [
-    (dict(solver="pegasos", fit_intercept=True), "Pegasos' rate"),
+    (dict(solver="pegasos", fit_intercept=True),
+     r"Pegasos' rate.*fit_intercept=False \(no --intercept\)"),
     (dict(learning_rate="foo"), "unknown learning_rate 'foo'"),
     (dict(learning_rate="constant", eta0=0.0), "eta0 must be positive for 'constant'"),
 ])
@@ -1027,6 +1028,14 @@ def test_a_step_of_one_over_lambda_or_more_is_refused(solver, times):
     with pytest.raises(ValueError, match=r"step must be a positive number below 1 / lam = 2,"):
         streamssvm.train_stream(X, y, loss="logistic", solver=solver, step=times * 2.0,
                                 lam=0.5, progress=False)
+
+
+@pytest.mark.parametrize("solver", ["saga", "svrg"])
+def test_a_loss_without_lipschitz_gradient_asks_for_a_step_by_both_names(solver):
+    X, y = _small_problem()
+    with pytest.raises(ValueError, match=r"no Lipschitz gradient: give a step size "
+                                         r"\(step=\.\.\. / --step\)"):
+        streamssvm.train_stream(X, y, loss="exponential", solver=solver, progress=False)
 
 
 def test_sdca_divergence_names_the_data_and_lambda_not_a_step_size():

@@ -224,7 +224,7 @@ def test_fixed_classes():
 
 
 def test_single_label_other_than_pm1_needs_classes():
-    with pytest.raises(SvmlightFormatError, match="every label is 2.*classes="):
+    with pytest.raises(SvmlightFormatError, match="every label is 2.*like= / --like .*classes="):
         parse(b"2 1:1\n2 2:1\n")
 
 
@@ -295,7 +295,7 @@ ERROR_CASES = [
     (b"1 4:1 abc\n", {}, 1, 7, "missing colon in 'abc'"),
     (b"1 a:1\n", {}, 1, 3, "index in 'a:1' is not"),
     (b"1 1.5:1\n", {}, 1, 3, "index in '1.5:1' is not"),
-    (b"1 0:1\n", {"zero_based": False}, 1, 3, "index 0 < 1 in one-based mode"),
+    (b"1 0:1\n", {"zero_based": False}, 1, 3, "index 0 < 1 in one-based mode (use zero_based=True / --zero-based yes"),
     (b"1 -1:1\n", {"zero_based": True}, 1, 3, "index -1 < 0"),
     (b"1 -3:1\n", {}, 1, 3, "index -3 < 0"),
     (b"1 5:1\n", {"n_features": 4, "zero_based": False}, 1, 3, "index 5 is beyond n_features=4"),

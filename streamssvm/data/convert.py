@@ -262,8 +262,8 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
             like_base = model.metadata["options"].get("zero_based")
         if like_base in (True, False):  # older stores may not say
             if zero_based not in ("auto", like_base):
-                raise ValueError(f"zero_based={zero_based} contradicts {like}, read "
-                                 f"{'zero' if like_base else 'one'}-based")
+                raise ValueError(f"zero_based={zero_based} (--zero-based) contradicts {like}, "
+                                 f"read {'zero' if like_base else 'one'}-based")
             zero_based = like_base
         if n_features is not None and int(n_features) != like_features:
             raise ValueError(f"n_features={n_features} contradicts {like}, whose width is "

@@ -870,7 +870,8 @@ class BlockParser:
             if first not in (-1.0, 1.0):
                 raise SvmlightFormatError(
                     f"{self.name}: every label is {first:g}: cannot tell which class it is "
-                    f"(pass classes=, or like= a store converted from the training file)")
+                    f"(pass like= / --like a store converted from the training file, or "
+                    f"classes=)")
             return (-1.0, 1.0), first == 1.0
         second = float(fst[F_C1]) + 0.0
         return ((first, second), False) if first < second else ((second, first), True)
@@ -992,8 +993,8 @@ class BlockParser:
         elif code == E_INDEX_LOW:
             index = tok.split(":")[0]
             what = (f"index {index} < 0" if base == 0 or arg < 0 else
-                    f"index {index} < 1 in one-based mode (use zero_based=True for zero-based "
-                    f"files)")
+                    f"index {index} < 1 in one-based mode (use zero_based=True / --zero-based "
+                    f"yes for zero-based files)")
         elif code == E_INDEX_HIGH:
             limit = int(st[S_LIMIT])
             what = (f"index {arg} is beyond n_features={limit} (indices {base}.."

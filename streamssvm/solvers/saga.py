@@ -30,7 +30,7 @@ def step_size(objective, step, factor):
         smoothness = objective.smoothness()
         if not np.isfinite(objective.loss.lipschitz):
             raise ValueError(f"the loss {objective.loss.name} has no Lipschitz gradient: "
-                             "give a step size (step=...)")
+                             "give a step size (step=... / --step)")
         if not np.isfinite(smoothness):
             raise ValueError("the rows' squared norms are not finite: the feature values are "
                              "too large for the loss; scale them")

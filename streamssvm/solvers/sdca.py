@@ -71,7 +71,8 @@ from .stochastic import EpochRun, per_sample_array
 def _check(objective):
     if objective.bias:
         raise ValueError("sdca solves the dual of a problem without an unregularised "
-                         "intercept: use fit_intercept=False, or another solver")
+                         "intercept: use fit_intercept=False (no --intercept), or another "
+                         "solver")
     if objective.loss.conjugate_domain is None:
         raise ValueError(f"sdca needs the conjugate of the loss; {objective.loss.name} has none "
                          "(it is not convex)")

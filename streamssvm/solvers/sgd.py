@@ -187,7 +187,7 @@ def check_schedule(learning_rate, eta0, power_t, fit_intercept):
     if learning_rate == "pegasos" and fit_intercept:
         raise ValueError("Pegasos' rate 1 / (lam t) makes the first steps of an "
                          "unregularised intercept huge (1 / lam); use solver 'sgd' (the "
-                         "optimal schedule) or fit_intercept=False")
+                         "optimal schedule) or fit_intercept=False (no --intercept)")
     if learning_rate in ("constant", "invscaling") and not (np.isfinite(eta0) and eta0 > 0):
         raise ValueError(f"eta0 must be positive for {learning_rate!r}, got {eta0}")
     if learning_rate == "invscaling" and not (np.isfinite(power_t) and power_t >= 0):
