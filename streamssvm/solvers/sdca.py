@@ -96,7 +96,9 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         Without intercept; a loss with a conjugate (every convex named loss and the family).
     w0 : array of shape (n_features,), optional
         Warm start: alpha_i = -psi'(y_i w0.x_i), and w = w(alpha) (equal to w0 at the
-        optimum, not in general).
+        optimum, not in general), unless the dual objective is higher at alpha = 0 (w0 far
+        from the optimum: from w0 = 0, w(alpha) is (1 / (lam n)) sum_i -psi'(0) y_i x_i),
+        where SDCA then starts.
     tol, abs_tol, liblinear_tol
         Stopping rule on ||grad L(w)|| at the evaluations (as TRON's).
     max_iter : int
@@ -162,10 +164,13 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         w = np.zeros(objective.n_features)
         if run.resumed is not None:
             dual[:], w[:] = run.resumed["dual"], run.resumed["w"]
-        elif w0 is not None:  # the primal-dual map at w0
+        elif w0 is not None:  # the primal-dual map at w0, if its dual beats alpha = 0's
             sk.slopes_of_margins(run.state.margins, *objective.loss_args, dual)
             dual *= -1.0
             w = run.state.w - run.state.grad / objective.lam
+            at_zero = dual_objective(objective, np.zeros(dual.shape), np.zeros(0))
+            if dual_objective(objective, dual, w) < at_zero:
+                dual[:], w[:] = 0.0, 0.0
         scale = 1.0 / (objective.lam * objective.n_samples)
         slopes = _slopes(objective.loss)
 
