@@ -722,3 +722,18 @@ def test_unknown_loss_and_bad_sigma():
         SmoothSVMObjective(InMemorySource(X, y), "hinge_typo", lam=1e-3)
     with pytest.raises(ValueError, match="sigma"):
         SmoothSVMObjective(InMemorySource(X, y), "psi_g", lam=1e-3, sigma=0.0)
+
+
+def test_a_width_whose_vectors_do_not_fit_memory_is_refused():
+    """One stray index near 2**31 in an svmlight file made a store 2**31 - 1 wide: a run
+    allocated vectors of 16 GiB until the kernel killed it (or numpy's MemoryError)."""
+    width = 2**31 - 1
+    if smooth_svm.MIN_VECTORS * 8 * width <= _memory.available_memory_bytes():
+        pytest.skip("this machine has room for the vectors")
+    X = sp.csr_matrix((np.ones(2), np.array([0, width - 1], np.int32),
+                       np.array([0, 1, 2], np.int32)), shape=(2, width))
+    with pytest.raises(ValueError, match=r"<in-memory matrix>: 2,147,483,647 features: a solver's "
+                                         r"vectors of that length \(16 GiB each, 3 at least\) "
+                                         r"do not fit .* GiB of memory free \(a stray large "
+                                         r"index in the input\?"):
+        SmoothSVMObjective(InMemorySource(X, np.array([-1, 1])), "psi_g", 1e-3)

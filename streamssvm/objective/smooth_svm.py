@@ -58,6 +58,9 @@ SHUFFLE_BYTES = 32 << 20
 # the Hessian product at a state from which held data's products read only its curved rows
 # (see SmoothSVMObjective._curved_columns)
 COPY_AT = 5
+# vectors of n_variables that any solver keeps (w, the gradient, a step): data whose width
+# leaves no room for them is refused at once
+MIN_VECTORS = 3
 # why shuffled_blocks refuses a weighted objective (their kernels have no row weights)
 NO_ROW_WEIGHTS = ("the stochastic solvers take no row weights (sample_weight, class_weight): "
                   "use tron, newton, lbfgs, gd or agd")
@@ -153,6 +156,13 @@ class SmoothSVMObjective:
         self.curvature_floor = 2.0 ** -53 * lipschitz if np.isfinite(lipschitz) else 0.0
         self.n_features = source.n_features
         self.n_variables = self.n_features + (1 if fit_intercept else 0)
+        free = available_memory_bytes()
+        if MIN_VECTORS * 8 * self.n_variables > free:  # else a solver's zeros fail, or swap
+            raise ValueError(
+                f"{source.name}: {self.n_features:,} features: a solver's vectors of that "
+                f"length ({8 * self.n_variables / 2**30:.3g} GiB each, {MIN_VECTORS} at "
+                f"least) do not fit the {free / 2**30:.3g} GiB of memory free (a stray large "
+                f"index in the input? convert with --n-features to refuse one)")
         self.n_threads = check_threads(n_threads) or numba.get_num_threads()
         self.progress = progress
         if cache_curved not in ("auto", True, False):
@@ -169,7 +179,7 @@ class SmoothSVMObjective:
         self._curved_of, self._products_at, self._copy_at = None, 0, COPY_AT
         self._curved, self._curved_out = None, None
         self._window_warned = False
-        self.cache_bytes = available_memory_bytes() // 4 if cache_bytes is None else int(cache_bytes)
+        self.cache_bytes = free // 4 if cache_bytes is None else int(cache_bytes)
         self.passes = 0
         self.cached_sweeps = 0
         self._scatter, self._scatter_dirty = None, False  # made by the first scatter pass
