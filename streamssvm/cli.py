@@ -190,9 +190,10 @@ def cmd_verify(args):
 
     status = 0
     for path in args.stores:
-        if not os.path.exists(path):
-            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
-        problems, summary = verify_store(path)
+        if os.path.exists(path):
+            problems, summary = verify_store(path)
+        else:  # a problem like the others: the stores after it are checked too
+            problems = [f"{path}: {os.strerror(errno.ENOENT)}"]
         for line in problems:
             print(line)
         if problems:
@@ -202,8 +203,8 @@ def cmd_verify(args):
         print(f"{path}: ok, {summary['n_blocks']:,} blocks, {summary['n_samples']:,} rows, "
               f"{summary['nnz']:,} nonzeros; "
               + ("checksums verified" if summary["checksums"] else
-                 "no checksums (an older store): structure checked, changed values cannot be "
-                 "detected"))
+                 "no checksums (an older store, or written without them): structure "
+                 "checked, changed values cannot be detected"))
     return status
 
 
