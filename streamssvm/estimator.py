@@ -206,14 +206,14 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
             _refuse_labels(X, y)
             with Store(X) as store:
                 self._check_warm_start_width(store)
+                present = [c for c, k in zip(store.classes, store.class_counts()) if k]
+                self._check_two_classes(present, f"{X}: ")
                 return self._fit_source(store, np.asarray(store.classes), sample_weight)
         self._check_warm_start_width(X)
         X, y = self._validate_fit(X, y)
         classes, y_index = np.unique(y, return_inverse=True)
         check_exact_labels(classes, "y")  # model_ keeps numbers as float64
-        if len(classes) < 2:
-            raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes in "
-                             f"the data, but the data contains only one class: {classes[0]!r}")
+        self._check_two_classes(classes)
         source = InMemorySource(X, y_index, classes=range(len(classes)))
         return self._fit_source(source, classes, sample_weight)
 
@@ -372,6 +372,13 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         self.model_ = Model(model.coef_, model.intercept_,
                             classes if numeric else np.arange(k), model.params, model.history)
         return self
+
+    def _check_two_classes(self, classes, where=""):
+        """Refuse data whose rows hold fewer than two classes (scikit-learn's message)."""
+        if len(classes) < 2:
+            raise ValueError(f"{where}{type(self).__name__} needs samples of at least 2 classes "
+                             f"in the data, but the data contains only one class: "
+                             f"{classes[0]!r}")
 
     def _check_warm_start_width(self, X):
         """With warm_start and a fit, refuse data (a matrix or an open Store) whose width is

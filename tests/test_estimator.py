@@ -81,6 +81,17 @@ def test_pipeline_and_grid_search(digits):
     assert search.best_estimator_[-1].coef_.shape == (10, 64)
 
 
+def test_a_store_of_one_class_is_refused_as_arrays_are(tmp_path, digits):
+    """The arrays were refused, the same rows as a store trained (on -1/+1 with no -1)."""
+    X = digits[0][:50]
+    path = write_store(tmp_path / "one.h5", InMemorySource(X, np.ones(50)))
+    message = "needs samples of at least 2 classes in the data, but the data contains only one"
+    with pytest.raises(ValueError, match=message):
+        SmoothSVC().fit(X, np.ones(50))
+    with pytest.raises(ValueError, match=f"^{path}: SmoothSVC {message} class: 1.0$"):
+        SmoothSVC().fit(path)
+
+
 @pytest.mark.parametrize("classes", [2, 10])
 def test_store_path_equals_arrays(tmp_path, digits, classes):
     X, y, X_test, y_test = digits
