@@ -248,7 +248,11 @@ def _add_train(subparsers):
                    help="tron's CG forcing term: 0.1 (constant, the default), or "
                         "min(0.1, ||grad||) (quadratic regime)")
     p.add_argument("--seed", type=int,
-                   help="stochastic solvers: seed of the visiting order (default 0)")
+                   help="stochastic solvers: seed of the visiting order; newton: of the "
+                        "--hessian-sample (default 0)")
+    p.add_argument("--hessian-sample", type=float, metavar="FRACTION",
+                   help="newton: CG's Hessian products on a random FRACTION of the rows, "
+                        "drawn again each iteration (subsampled Newton); the gradient on all")
     p.add_argument("--step", type=float, help="saga / svrg step size (default 1/(3 or 4 L_max)); "
                    "sgd: eta0 of the constant or invscaling schedule")
     p.add_argument("--learning-rate", choices=("optimal", "constant", "invscaling"),
@@ -299,8 +303,8 @@ def _checkpoint_options(args):
 
 # train's options for the solver (argparse's dests, train_stream's names; --step is also
 # sgd's eta0); left out, they are None
-SOLVER_FLAGS = ("preconditioner", "backtrack", "forcing", "seed", "step", "learning_rate",
-                "average", "delay")
+SOLVER_FLAGS = ("preconditioner", "backtrack", "forcing", "seed", "hessian_sample", "step",
+                "learning_rate", "average", "delay")
 
 
 def _solver_options(args):

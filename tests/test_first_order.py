@@ -550,6 +550,22 @@ def test_cli_passes_sgd_its_delay(data, tmp_path, capsys):
     assert "delay must be an integer >= 0, got -1" in capsys.readouterr().err
 
 
+def test_cli_trains_subsampled_newton(data, tmp_path, capsys):
+    """--hessian-sample reaches newton with its --seed (the CLI had no such option), as in
+    train_stream; another solver refuses it."""
+    from streamssvm.cli import main
+
+    store, model = tmp_path / "a9a.h5", tmp_path / "m.npz"
+    write_store(store, InMemorySource(*data))
+    train = ["train", str(store), "-o", str(model), "--lam", "1e-3", "--quiet"]
+    assert main([*train, "--solver", "newton", "--hessian-sample", "0.2", "--seed", "3"]) == 0
+    direct = streamssvm.train_stream(store, lam=1e-3, solver="newton", hessian_sample=0.2,
+                                     seed=3, progress=False)
+    np.testing.assert_array_equal(streamssvm.Model.load(model).coef_, direct.coef_)
+    assert main([*train, "--overwrite", "--hessian-sample", "0.2"]) == 1
+    assert "--solver tron takes no --hessian-sample (newton)" in capsys.readouterr().err
+
+
 def test_cli_reports_a_diverged_run_in_one_line(data, tmp_path, capsys):
     """A stochastic run that diverged printed FloatingPointError's traceback."""
     from streamssvm.cli import main
