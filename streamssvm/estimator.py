@@ -281,6 +281,7 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         k = len(self.classes_)
         batch = InMemorySource(X, y_index, classes=range(k)).X  # canonical CSR, made once
         for c, trainer in enumerate(self.online_):
+            trainer.n_threads = self.n_threads  # the steps are the same on any number
             positive = y_index == (1 if k == 2 else c)
             trainer.partial_fit(InMemorySource(batch, np.where(positive, 1, -1), classes=(-1, 1)))
         models = [trainer.model() for trainer in self.online_]

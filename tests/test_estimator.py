@@ -279,6 +279,9 @@ def test_partial_fit_streams_batches_through_online_trainers(digits):
     clf.set_params(lam=1e-4, loss="psi_g", fit_intercept=True)  # set back: goes on
     clf.partial_fit(X[:10], y[:10] % 2)
     assert clf.n_iter_ == 4
+    clf.set_params(n_threads=1)  # the threads follow the estimator's (they were ignored)
+    clf.partial_fit(X[:10], y[:10] % 2)
+    assert [trainer.n_threads for trainer in clf.online_] == [1]
 
     multi = SmoothSVC(solver="pegasos", lam=1e-4, fit_intercept=False, random_state=0)
     for epoch in range(3):
