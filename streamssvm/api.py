@@ -120,7 +120,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
         False (every pass reads the file), or "auto" (when it fits a quarter of the memory
         the process may still use). The stochastic solvers shuffle held data as one
         permutation and streamed data in windows of blocks, so pin ``hold`` for a run
-        whose order must not depend on the machine's free memory.
+        whose order must not depend on the machine's free memory. A run resumed from a
+        ``checkpoint`` with "auto" holds the data as the checkpoint's run did.
     **solver_options
         Passed to the solver (with ``"auto"``, those the chosen one takes: SDCA's
         ``gap_tol`` is dropped when it picks Newton, say), e.g. TRON: ``forcing``, ``xi``,
@@ -204,8 +205,12 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
                                else digest([objective.sample_weight]),
                                w0=None if w0 is None
                                else digest([np.asarray(w0, dtype=np.float64)]))
-                solver_options = dict(solver_options, checkpoint=Checkpoint(
-                    checkpoint, checkpoint_every, problem))
+                saved = Checkpoint(checkpoint, checkpoint_every, problem,
+                                   held=lambda: objective.holds_data)
+                recorded = saved.recorded_hold()
+                if hold == "auto" and recorded is not None:  # as the checkpoint's run did:
+                    objective.hold = recorded  # its sums' order, to the last bit
+                solver_options = dict(solver_options, checkpoint=saved)
             result = solve(objective, w0=w0, tol=tol, abs_tol=abs_tol,
                            liblinear_tol=liblinear_tol, max_iter=max_iter, progress=progress,
                            **solver_options)

@@ -57,6 +57,25 @@ def test_a_stopped_and_resumed_run_ends_at_the_uninterrupted_model(data, tmp_pat
 
 
 @pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")
+@pytest.mark.parametrize("held", [True, False])
+def test_a_run_resumed_with_hold_auto_holds_the_data_as_the_checkpoints_did(data, tmp_path,
+                                                                           held):
+    """Held and streamed data sum in other orders. A checkpoint's run that streamed (as
+    under a memory cap), resumed where "auto" holds, ended elsewhere than either run."""
+    store = write_store(tmp_path / "a9a.h5", InMemorySource(*data, block_rows=500))
+    options = dict(loss="psi_g", lam=1e-5, tol=1e-9, progress=False, n_threads=2)
+    straight = streamssvm.train_stream(store, hold=held, max_iter=12, **options)
+    path = tmp_path / "run.ckpt"
+    streamssvm.train_stream(store, hold=held, max_iter=4, checkpoint=path,
+                            checkpoint_every=0, **options)
+    resumed = streamssvm.train_stream(store, hold="auto", max_iter=12, checkpoint=path,
+                                      checkpoint_every=0, **options)
+    assert np.array_equal(resumed.coef_, straight.coef_)
+    other = streamssvm.train_stream(store, hold=not held, max_iter=12, **options)
+    assert not np.array_equal(other.coef_, straight.coef_)  # else this proves nothing
+
+
+@pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")
 @pytest.mark.parametrize("solver,options", [("tron", {}), ("gd", {}),
                                             ("newton", dict(hessian_sample=0.3))])
 def test_a_stopped_run_called_again_keeps_its_solver_state(data, tmp_path, solver, options):

@@ -36,15 +36,30 @@ class Checkpoint:
     problem : dict
         JSON-serialisable description of the training; a file written for another one is
         refused rather than resumed.
+    held : callable, optional
+        Says whether the objective holds the data in memory (``objective.holds_data``), written
+        with each checkpoint: held and streamed data sum in other orders, so a resumed run
+        must do as the checkpoint's did to end at its model (:meth:`recorded_hold`).
     """
 
-    def __init__(self, path, every=60.0, problem=None):
+    def __init__(self, path, every=60.0, problem=None, held=None):
         if not every >= 0:
             raise ValueError(f"checkpoint every must be >= 0 seconds, got {every}")
         check_output(path, overwrite=True)  # a directory, or none to write in: before the run
         self.path, self.every = os.fspath(path), float(every)
         self.problem = json.loads(json.dumps(problem or {}, default=json_default))
+        self.held = held
         self._last = time.monotonic()
+
+    def recorded_hold(self):
+        """Whether the run that wrote the file held the data (None: no file, or not
+        recorded); read before :meth:`load`, whose checks come with the solver's start."""
+        try:
+            with load_npz(self.path) as z:
+                held = json.loads(str(z["meta"])).get("held")
+        except (OSError, ValueError, KeyError, AttributeError):
+            return None  # no file, or one load() refuses with its reason
+        return held if isinstance(held, bool) else None
 
     def load(self):
         """``(meta, arrays)`` of the file, or None if there is none."""
@@ -78,6 +93,8 @@ class Checkpoint:
         if not force and now - self._last < self.every:
             return
         meta = dict(format=CHECKPOINT_FORMAT, problem=self.problem, **state)
+        if self.held is not None:
+            meta["held"] = bool(self.held())
         with atomic_output(self.path, overwrite=True) as tmp:
             with open(tmp, "wb") as f:
                 np.savez(f, meta=json.dumps(meta, default=json_default), **arrays)
