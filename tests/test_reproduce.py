@@ -329,6 +329,13 @@ def test_figures_are_png(tool_output):
     (["--only", "sweep", "--sweep-runs", "-1"], "argument --sweep-runs: must be >= 1, got -1"),
     (["--only", "methods", "--methods-runs", "4"],
      "argument --methods-runs: 4 runs, but there are 3 folds"),
+    # found after the methods and the sweep had run, and their results were lost
+    (["--convergence-losses", "psi_g,hinge2"],
+     "argument --convergence-losses: unknown loss 'hinge2'"),
+    (["--convergence-losses", "hinge"], "hinge's slope jumps, and the convergence part runs"),
+    (["--sifs-solver", "foo"], "argument --sifs-solver: unknown solver 'foo'"),
+    (["--epochs", "0"], "argument --epochs: must be >= 1, got 0"),  # were run as w = 0
+    (["--sweep-max-iter", "0"], "argument --sweep-max-iter: must be >= 1, got 0"),
 ])
 def test_run_refuses_bad_options_before_any_work(store_path, tmp_path, capsys, options,
                                                  message):
@@ -344,6 +351,27 @@ def test_run_refuses_bad_options_before_any_work(store_path, tmp_path, capsys, o
                         "--convergence-max-iter", "2", "--no-plots", *options])
     assert exc.value.code == 2 and message in capsys.readouterr().err
     assert os.listdir(tmp_path) == ["t.json"] and earlier.read_text() == "earlier results"
+
+
+def test_a_converted_store_is_reused_only_for_the_same_text(a9a, tmp_path, make_svmlight):
+    """The store made from a svmlight file was reused for any file of the same name and
+    size: one with every label flipped was scored with the first file's rows."""
+    sys.path.insert(0, TOOLS)
+    reproduce = importlib.import_module("reproduce")
+    text = re.sub(rb"^\+?1(?=\s)", b"+1", make_svmlight(np.random.default_rng(2), 300, 20,
+                                                       density=0.2), flags=re.M)
+    flipped = re.sub(rb"^([+-])1(?=\s)", lambda m: b"-1" if m.group(1) == b"+" else b"+1",
+                     text, flags=re.M)
+    assert len(flipped) == len(text) and flipped != text
+    for folder, contents in (("a", text), ("b", flipped)):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "x.svm").write_bytes(contents)
+    labels = []
+    for folder in ("a", "b", "a"):
+        with reproduce.open_store(str(tmp_path / folder / "x.svm"), "s",
+                                  str(tmp_path / "stores")) as store:
+            labels.append(store.label_counts())
+    assert labels[0] == labels[2] and labels[1] == labels[0][::-1]
 
 
 def test_report_refuses_other_json(tmp_path):

@@ -30,6 +30,7 @@ Examples::
 """
 
 import argparse
+import hashlib
 import os
 import platform
 import sys
@@ -46,6 +47,8 @@ from streamssvm import __version__, convert_svmlight  # noqa: E402
 from streamssvm._atomic import atomic_output  # noqa: E402
 from streamssvm.cli import _positive_int  # noqa: E402
 from streamssvm.data import Store, StoreError  # noqa: E402
+from streamssvm.losses import get_loss  # noqa: E402
+from streamssvm.solvers import SOLVERS  # noqa: E402
 from streamssvm.experiments import (Settings, comparison_tables, make_folds,  # noqa: E402
                                     paper_methods, read_json, render_markdown,
                                     run_convergence, run_methods, run_sigma_sweep,
@@ -59,7 +62,8 @@ PARTS = ("methods", "sweep", "convergence")
 
 def open_store(data, name, store_dir):
     """A Store for ``data``: the store itself, or the svmlight file converted once into
-    ``store_dir/NAME.h5`` (kept while the text file's name and size match)."""
+    ``store_dir/NAME.h5`` (kept while the text file's SHA-256, which the store records,
+    matches: one read of the file, against a conversion)."""
     try:
         return Store(data)
     except StoreError:
@@ -67,9 +71,9 @@ def open_store(data, name, store_dir):
     path = os.path.join(store_dir, f"{name}.h5")
     if os.path.exists(path):
         store = Store(path)
-        meta = store.metadata
-        if (meta["source_name"] == os.path.basename(data)
-                and meta["source_size"] == os.path.getsize(data)):
+        with open(data, "rb") as f:
+            text_digest = hashlib.file_digest(f, "sha256").hexdigest()
+        if store.metadata.get("source_sha256") == text_digest:
             return store
         store.close()
     os.makedirs(store_dir, exist_ok=True)
@@ -219,7 +223,7 @@ def main(argv=None):
                    help="only the first N folds (default all)")
     p.add_argument("--sweep-runs", type=_positive_int,
                    help="only the first N folds (default all)")
-    p.add_argument("--sweep-max-iter", type=int, default=100,
+    p.add_argument("--sweep-max-iter", type=_positive_int, default=100,
                    help="TRON iterations per sigma in the sweep")
     p.add_argument("--log2-sigmas", type=lambda s: [int(x) for x in s.split(",")],
                    help="comma-separated (default: the paper's -30,-25,-20,-15,-10..5)")
@@ -227,14 +231,14 @@ def main(argv=None):
     p.add_argument("--lam", type=float, default=1e-5)
     p.add_argument("--tol", type=float, default=0.0, help="relative to ||grad L(0)||")
     p.add_argument("--abs-tol", type=float, default=1e-3, help="the paper's ||grad|| <= 0.001")
-    p.add_argument("--max-iter", type=int, default=1000)
-    p.add_argument("--epochs", type=int, default=20, help="of the stochastic solvers")
+    p.add_argument("--max-iter", type=_positive_int, default=1000)
+    p.add_argument("--epochs", type=_positive_int, default=20, help="of the stochastic solvers")
     p.add_argument("--fit-intercept", action="store_true")
     p.add_argument("--pegasos-solver", default="pegasos")
     p.add_argument("--sifs-solver", default="tron", help="our solver for l_gamma")
     p.add_argument("--convergence-losses", default="psi_g,psi_m,squared_hinge,logistic")
     p.add_argument("--convergence-tol", type=float, default=1e-12)
-    p.add_argument("--convergence-max-iter", type=int, default=60)
+    p.add_argument("--convergence-max-iter", type=_positive_int, default=60)
     p.add_argument("--kappa", type=float, default=1.0)
     p.add_argument("--no-plots", action="store_true")
     p.set_defaults(func=run)
@@ -249,6 +253,19 @@ def main(argv=None):
     p.set_defaults(func=report)
     args = parser.parse_args(argv)
     if args.func is run:  # before the data is read or converted
+        for loss in args.convergence_losses.split(","):
+            try:
+                kinked = get_loss(loss, 1.0 if loss in ("psi_g", "psi_m") else None).kinked
+            except ValueError as exc:
+                run_parser.error(f"argument --convergence-losses: {exc}")
+            if kinked:
+                run_parser.error(f"argument --convergence-losses: {loss}'s slope jumps, and "
+                                 f"the convergence part runs TRON")
+        for option, solver in (("--pegasos-solver", args.pegasos_solver),
+                               ("--sifs-solver", args.sifs_solver)):
+            if solver not in SOLVERS:
+                run_parser.error(f"argument {option}: unknown solver {solver!r}; known: "
+                                 f"{', '.join(SOLVERS)}")
         n_folds = args.partitions * args.parts_per_partition
         for option, runs in (("--methods-runs", args.methods_runs),
                              ("--sweep-runs", args.sweep_runs)):
