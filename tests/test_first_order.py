@@ -2,6 +2,7 @@
 never go up, SGD is reproducible from its seed, streamed and in-memory runs agree, SDCA's
 duality gap closes for every loss with a conjugate, incremental training resumes exactly."""
 
+import os
 import subprocess
 import sys
 import threading
@@ -1214,3 +1215,20 @@ def test_sdca_shrinks_only_with_evaluations_to_bring_rows_back(data, optimum, ev
     assert all(h["visited"] == n for h in runs[0].history[1:])
     assert np.array_equal(runs[0].w, runs[1].w)
     assert runs[0].f - optimum("squared_hinge", False) <= 1e-9 * runs[0].f
+
+
+def test_a_bar_written_to_a_log_draws_a_line_every_ten_seconds(python, python_env):
+    """Not on a terminal, a solver's bar was redrawn at every iteration (set_postfix forced
+    it): 300 quick iterations wrote 312 lines into a batch job's log."""
+    script = ("import warnings, streamssvm; from shared_data import load_shared; "
+              "warnings.simplefilter('ignore'); X, y = load_shared('a9a', n_rows=2000); "
+              "streamssvm.train_stream(X, y, solver='gd', tol=0.0, max_iter=150, lam=1e-3, "
+              "progress=True); streamssvm.train_stream(X, y, solver='sgd', tol=0.0, "
+              "max_iter=60, lam=1e-3, eval_every=1, progress=True)")
+    env = dict(python_env, PYTHONPATH=os.path.dirname(os.path.abspath(__file__)) + os.pathsep
+               + python_env["PYTHONPATH"])
+    run = subprocess.run([python, "-c", script], env=env, capture_output=True, timeout=300)
+    assert run.returncode == 0, run.stderr.decode()
+    lines = run.stderr.count(b"\r")
+    assert lines <= 8, lines  # each bar: its start, its end, and one every 10 s
+    assert b"150/" in run.stderr or b"150it" in run.stderr

@@ -278,7 +278,7 @@ class Run:
         self.state = state
         self.bar.update(1)
         self.bar.set_postfix(f=f"{state.f:.6g}", grad=f"{state.grad_norm:.3g}",
-                             passes=self.objective.passes)
+                             passes=self.objective.passes, refresh=False)
 
     def result(self):
         """The SolverResult; ``self.message`` says why the run stopped if unconverged."""

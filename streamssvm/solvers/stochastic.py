@@ -220,7 +220,8 @@ class EpochRun:
             self._record(epoch=at.epoch, passes=at.passes + (state is not None), **extra)
         self.bar.update(1)
         if self.state is not None:
-            self.bar.set_postfix(f=f"{self.state.f:.6g}", grad=f"{self.state.grad_norm:.3g}")
+            self.bar.set_postfix(f=f"{self.state.f:.6g}", grad=f"{self.state.grad_norm:.3g}",
+                                 refresh=False)
         return self.state
 
     def rewind(self, at):
