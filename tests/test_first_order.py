@@ -567,6 +567,17 @@ def test_cli_trains_subsampled_newton(data, tmp_path, capsys):
     assert "--solver tron takes no --hessian-sample (newton)" in capsys.readouterr().err
 
 
+def test_cli_reports_an_unconverged_run_in_one_line(data, tmp_path, capsys):
+    """The CLI printed the warning with the library's file, line and source line."""
+    from streamssvm.cli import main
+
+    store, model = tmp_path / "a9a.h5", tmp_path / "m.npz"
+    write_store(store, InMemorySource(*data))
+    assert main(["train", str(store), "-o", str(model), "--max-iter", "1", "--quiet"]) == 0
+    assert capsys.readouterr().err.startswith("streamssvm: warning: tron stopped unconverged "
+                                              "(max_iter reached): ||grad|| = ")
+
+
 def test_cli_reports_a_diverged_run_in_one_line(data, tmp_path, capsys):
     """A stochastic run that diverged printed FloatingPointError's traceback."""
     from streamssvm.cli import main

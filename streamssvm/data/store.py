@@ -596,7 +596,8 @@ class Store(BlockSource):
                                      f"{self._label_dtype}")
                 self._read_verified(ds, k, out[rows])
             except (OSError, KeyError) as exc:
-                raise StoreError(f"{self.path}: block {k} cannot be read ({exc})") from exc
+                raise StoreError(f"{self.path}: block {k}: dataset y cannot be read ({exc})") \
+                    from exc
             _check_labels(self.path, k, out[rows], len(self.classes))
         return out
 
@@ -675,14 +676,16 @@ class Store(BlockSource):
         if not self._file:  # closed: its layouts are no licence to read on
             raise StoreError(f"{self.path}: block {k} cannot be read (the store is closed)")
         buffers = {} if buffers is None else buffers
+        where = f"block {k}"  # then the dataset being read, named in an error
         try:
             single, datasets = self._layouts.get(k) or self._layout(k)
             arrays = [None] * len(datasets)
             for i, dataset in datasets:
+                where = f"block {k}: dataset {dataset[0]}"
                 arrays[i] = self._read(k, buffers, *dataset)
             indptr, y, indices, data = arrays
         except (OSError, KeyError) as exc:
-            raise StoreError(f"{self.path}: block {k} cannot be read ({exc})") from exc
+            raise StoreError(f"{self.path}: {where} cannot be read ({exc})") from exc
         return k, indptr, indices, data, single, y, buffers
 
     def _layout(self, k):
