@@ -81,7 +81,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
         epochs).
     max_iter : int, optional
         Iterations, or epochs for the stochastic solvers (default: the solver's own, e.g.
-        1000 for TRON, 20 for SGD).
+        1000 for TRON, 20 for SGD); with ``sigma_path``, for each stage (the model's
+        ``n_iter``, passes and seconds count all stages).
     fit_intercept : bool
         Learn an unregularised intercept (a constant feature of value ``intercept_scaling``).
     w0 : array of shape (n_variables,), optional
@@ -179,7 +180,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
                     if "checkpoint" in inspect.signature(f).parameters]
             raise ValueError(f"checkpoints work with the solvers {', '.join(able)}, without "
                              f"sigma_path")
-        history, passes, seconds, cached_sweeps = [], 0, 0.0, 0
+        history, passes, seconds, cached_sweeps, n_iter = [], 0, 0.0, 0, 0
         # the rows with curvature, copied at every evaluation, serve only Hessian products:
         # SDCA's evaluations on a 2.1 GB store under a 500 MB cap peaked at 391 MB with
         # them, 315 MB without
@@ -217,6 +218,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
             history += [dict(h, sigma=objective.loss.sigma, passes=h["passes"] + passes,
                              seconds=h["seconds"] + seconds) for h in result.history]
             passes, seconds = passes + result.passes, seconds + result.seconds
+            n_iter += result.n_iter
             cached_sweeps += objective.cached_sweeps
             w0 = result.w
         classes = source.classes
@@ -229,7 +231,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
                   solver=solver, tol=tol, abs_tol=abs_tol, liblinear_tol=liblinear_tol,
                   max_iter=max_iter, fit_intercept=fit_intercept,
                   intercept_scaling=intercept_scaling, n_samples=objective.n_samples,
-                  converged=result.converged, message=result.message, n_iter=result.n_iter,
+                  converged=result.converged, message=result.message, n_iter=n_iter,
                   passes=passes, cached_sweeps=cached_sweeps, seconds=seconds,
                   sigma_path=list(sigma_path), objective=result.f,
                   grad_norm=result.grad_norm,

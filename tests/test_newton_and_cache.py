@@ -144,6 +144,9 @@ def test_sigma_path_reaches_the_same_optimum(a9a):
     assert sigmas[0] == 2.0 ** -2 and sigmas[-1] == 2.0 ** -6 and sigmas == sorted(sigmas, reverse=True)
     passes = [h["passes"] for h in path.history]
     assert passes == sorted(passes) and passes[-1] == path.params["passes"]
+    # the iterations of all stages, as the passes (n_iter was the last stage's alone)
+    stages = [max(h["iteration"] for h in path.history if h["sigma"] == s) for s in set(sigmas)]
+    assert path.params["n_iter"] == sum(stages) > max(stages)
 
 
 @pytest.mark.parametrize("loss,solver_type", [("squared_hinge", 2), ("logistic", 0)])
