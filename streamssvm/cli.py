@@ -4,6 +4,7 @@ To add a subcommand, write ``_add_NAME(subparsers)`` (its arguments, and
 ``set_defaults(func=cmd_NAME)``) and ``cmd_NAME(args) -> int``, and list the adder in
 ``SUBCOMMANDS``. Errors of the types in ``USER_ERRORS`` are printed as one line
 ``streamssvm: error: ...`` with exit status 1; anything else is a bug and keeps its traceback.
+Warnings are one line ``streamssvm: warning: ...``.
 Output into a closed pipe ends the command quietly, with status 1.
 """
 
@@ -13,6 +14,7 @@ import errno
 import inspect
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -421,7 +423,7 @@ def cmd_predict(args):
         accuracy = model.accuracy(decision, labels, store.classes)
         unknown = model.unknown_labels(labels, store.classes, args.store)
     if unknown:
-        print(f"streamssvm: warning: {unknown}", file=sys.stderr)
+        warnings.warn(unknown, UserWarning)
     print(f"accuracy {accuracy:.4f} on {len(labels):,} rows of {args.store}")
     if args.output:  # one-vs-rest decision values: one column per class
         with atomic_output(args.output, overwrite=args.overwrite) as tmp:
@@ -503,7 +505,9 @@ def main(argv=None):
     """Run the command line; return the exit status."""
     args = build_parser().parse_args(argv)
     try:
-        status = args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            status = args.func(args)
         sys.stdout.flush()  # a closed pipe fails here, not at exit
         return status
     except BrokenPipeError:  # the reader of the output is gone (| head): end quietly, the
@@ -521,6 +525,11 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("streamssvm: interrupted", file=sys.stderr)
         return 130
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """A warning as one line, as errors are (not the library's file, line and source)."""
+    print(f"streamssvm: warning: {message}", file=sys.stderr)
 
 
 def _message(exc):
