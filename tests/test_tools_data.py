@@ -292,6 +292,27 @@ def test_news20_empty_test_rows_are_kept(tmp_path):
     assert X.shape == (2, 6) and X.nnz == 1
 
 
+@pytest.mark.parametrize("options, message", [
+    (["--max-per-group", "0"], "argument --max-per-group: must be >= 1, got 0"),
+    (["--max-per-group", "-3"], "argument --max-per-group: must be >= 1, got -3"),
+    (["--tar", "{dir}/missing.tar.gz"], "argument --tar: no such file"),
+    (["--out-dir", "{dir}/afile"], "argument --out-dir: '{dir}/afile' exists and is not a folder"),
+])
+def test_news20_cli_refuses_bad_options_before_any_work(tmp_path, capsys, options, message):
+    (tmp_path / "afile").write_bytes(b"x")
+    with pytest.raises(SystemExit) as exc:
+        make_news20.main(["--quiet", "--out-dir", str(tmp_path / "out"),
+                          *(o.format(dir=tmp_path) for o in options)])
+    assert exc.value.code == 2 and message.format(dir=tmp_path) in capsys.readouterr().err
+    assert os.listdir(tmp_path) == ["afile"]
+
+
+def test_news20_help_shows_the_out_dir_default(capsys):
+    with pytest.raises(SystemExit):
+        make_news20.main(["--help"])
+    assert f"(default: {make_news20.DEFAULT_OUT_DIR})" in " ".join(capsys.readouterr().out.split())
+
+
 # ----------------------------------------------------------------------------------------
 # bench_convert (end to end, if the converter is there)
 # ----------------------------------------------------------------------------------------

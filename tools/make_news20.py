@@ -194,8 +194,8 @@ def build(tar_path=DEFAULT_TAR, out_dir=DEFAULT_OUT_DIR, max_per_group=None,
         raise ValueError("combined_vocab must be 'all' or 'train'")
     say = (lambda *a: print(*a, file=sys.stderr, flush=True)) if verbose else (lambda *a: None)
     t0 = time.perf_counter()
-    os.makedirs(out_dir, exist_ok=True)
     posts = read_posts(tar_path, max_per_group)
+    os.makedirs(out_dir, exist_ok=True)
     say(f"read {len(posts):,} posts from {tar_path} in {time.perf_counter() - t0:.1f} s")
     terms = [post_terms(p[3], strip_headers, bigrams) for p in posts]
     labels = np.array([group_label(p[1]) for p in posts], dtype=np.int8)
@@ -259,12 +259,20 @@ def build(tar_path=DEFAULT_TAR, out_dir=DEFAULT_OUT_DIR, max_per_group=None,
     return summary
 
 
+def _positive_int(text):
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
+    return n
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--tar", default=DEFAULT_TAR, help="20news-bydate.tar.gz")
-    ap.add_argument("--out-dir", default=DEFAULT_OUT_DIR)
-    ap.add_argument("--max-per-group", type=int,
+    ap.add_argument("--out-dir", default=DEFAULT_OUT_DIR,
+                    help="output folder, created if missing")
+    ap.add_argument("--max-per-group", type=_positive_int,
                     help="at most N posts per group and split (quick subsets)")
     ap.add_argument("--strip-headers", action="store_true",
                     help="drop the header block of each post")
@@ -274,6 +282,11 @@ def main(argv=None):
     ap.add_argument("--no-combined", action="store_true", help="do not write news20.svm")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
+    if not os.path.isfile(args.tar):
+        ap.error(f"argument --tar: no such file: {args.tar!r} (give the path of "
+                 f"20news-bydate.tar.gz)")
+    if os.path.exists(args.out_dir) and not os.path.isdir(args.out_dir):
+        ap.error(f"argument --out-dir: {args.out_dir!r} exists and is not a folder")
     return build(args.tar, args.out_dir, max_per_group=args.max_per_group,
                  strip_headers=args.strip_headers, bigrams=not args.unigrams_only,
                  combined_vocab=args.combined_vocab, combined=not args.no_combined,
