@@ -68,6 +68,19 @@ def test_tool_counts_cases_and_failures(capsys):
                           "multiclass converter reads it: 2)") and ": 0 failures" in out
 
 
+
+@pytest.mark.parametrize("options, message", [
+    (["--convert-every", "0"], "argument --convert-every: must be >= 1, got 0"),
+    (["--examples", "-5"], "argument --examples: must be >= 1, got -5"),
+    (["--timeout", "0"], "argument --timeout: must be in (0, 1e6] seconds, got 0"),
+    (["--timeout", "nan"], "argument --timeout: must be in (0, 1e6] seconds, got nan"),
+])
+def test_tool_refuses_bad_options(tmp_path, capsys, options, message):
+    with pytest.raises(SystemExit) as exc:
+        fuzz.main(["--examples", "3", "--save-failures", str(tmp_path / "f"), *options])
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+    assert not os.listdir(tmp_path)
+
 # --- where we differ from scikit-learn on purpose ---------------------------------------------
 def _sklearn(text, **kwargs):
     from sklearn.datasets import load_svmlight_file

@@ -560,13 +560,28 @@ def run(n_examples, seed, timeout, convert_every, save_failures=None):
     return counts, failures
 
 
+def _positive_int(text):
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
+    return n
+
+
+def _seconds(text):
+    t = float(text)
+    if not 0 < t <= 1e6:  # what faulthandler's watchdog takes (NaN fails too)
+        raise argparse.ArgumentTypeError(f"must be in (0, 1e6] seconds, got {text}")
+    return t
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--examples", type=int, default=10_000, help="documents to check")
+    parser.add_argument("--examples", type=_positive_int, default=10_000,
+                        help="documents to check")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--timeout", type=float, default=60.0,
+    parser.add_argument("--timeout", type=_seconds, default=60.0,
                         help="seconds one document may take before the run is ended as hung")
-    parser.add_argument("--convert-every", type=int, default=10,
+    parser.add_argument("--convert-every", type=_positive_int, default=10,
                         help="also run every N-th document through convert_svmlight")
     parser.add_argument("--case", type=int, help="rerun this one case and show its error")
     parser.add_argument("--save-failures", metavar="DIR", help="write failing inputs here")
