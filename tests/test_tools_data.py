@@ -19,6 +19,7 @@ sys.path.insert(0, TOOLS)
 make_synthetic = importlib.import_module("make_synthetic")
 make_news20 = importlib.import_module("make_news20")
 bench_convert = importlib.import_module("bench_convert")
+bench_checksums = importlib.import_module("bench_checksums")
 
 NEWS20_TAR = make_news20.DEFAULT_TAR
 SMALL = dict(n_features=5000, min_nnz=50, max_nnz=200)
@@ -329,6 +330,20 @@ def test_bench_convert_side_by_side(tmp_path, capsys):
     assert sbs["ours"]["nnz"] == sbs["sklearn"]["nnz"] == make_synthetic_nnz(src)
     assert not list(tmp_path.glob("*.h5"))  # the store was removed
 
+
+
+def test_bench_checksums_creates_its_workdir_and_refuses_no_passes(tmp_path, capsys):
+    src = tmp_path / "b.svm"
+    make_synthetic.generate(src, n_rows=300, **SMALL)
+    with pytest.raises(SystemExit) as exc:
+        bench_checksums.main([str(src), "--passes", "0", "--workdir", str(tmp_path / "w0")])
+    assert exc.value.code == 2
+    assert "argument --passes: must be >= 1, got 0" in capsys.readouterr().err
+    assert not (tmp_path / "w0").exists()
+    assert bench_checksums.main([str(src), "--passes", "1",
+                                 "--workdir", str(tmp_path / "new" / "w")]) == 0
+    assert "best and median of 1" in capsys.readouterr().out
+    assert (tmp_path / "new" / "w" / "converted.h5").exists()
 
 def make_synthetic_nnz(path):
     X, _ = _load(path)

@@ -45,9 +45,14 @@ def read_pass(store):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("svmlight", help="text file to convert")
-    parser.add_argument("--passes", type=int, default=7)
-    parser.add_argument("--workdir", help="keep the stores here (default: a temporary folder)")
+    parser.add_argument("--passes", type=int, default=7, help="timed passes (>= 1)")
+    parser.add_argument("--workdir", help="keep the stores here, created if missing "
+                        "(default: a temporary folder)")
     args = parser.parse_args(argv)
+    if args.passes < 1:
+        parser.error(f"argument --passes: must be >= 1, got {args.passes}")
+    if args.workdir:
+        os.makedirs(args.workdir, exist_ok=True)
     workdir = args.workdir or tempfile.mkdtemp(prefix="bench-checksums-")
     converted = os.path.join(workdir, "converted.h5")
     if not os.path.exists(converted):
