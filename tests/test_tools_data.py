@@ -144,16 +144,33 @@ def test_synthetic_float_format_matches_python_g_format():
 def test_synthetic_cli(tmp_path, capsys):
     out = tmp_path / "cli.svm"
     make_synthetic.main([str(out), "--rows", "200", "--features", "3000", "--row-length",
-                         "lognormal", "--test-rows", "50", "--quiet", "--seed", "9"])
+                         "lognormal", "--test-rows", "50", "--seed", "9"])
     text = capsys.readouterr().out
     assert "200 rows x 3,000 features" in text and "50 rows" in text
     X, _ = _load(out, 3000)
     assert X.shape == (200, 3000) and np.diff(X.indptr).min() >= 50
     assert (tmp_path / "cli.t.svm").exists()
+    make_synthetic.main([str(out), "--rows", "0", "--features", "3000"])
+    assert "0 rows x 3,000 features, nnz 0 (0.0/row), +1" in capsys.readouterr().out
+    make_synthetic.main([str(out), "--rows", "20", "--features", "3000", "--quiet"])
+    assert capsys.readouterr() == ("", "")
+
+
+def test_synthetic_help_shows_each_default_once(capsys):
+    with pytest.raises(SystemExit):
+        make_synthetic.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: None)" not in text and "(default: all cores)" in text
+    assert "--quiet print no progress nor summary" in text
 
 
 @pytest.mark.parametrize("name, options, message", [
     ("s.svm", ["--chunk-rows", "0"], "argument --chunk-rows: must be >= 1, got 0"),
+    ("s.svm", ["--features", "0"], "argument --features: must be >= 1, got 0"),
+    ("s.svm.zst", [], "argument out: {dir}/s.svm.zst: .zst output is not written (only .gz, "
+                      ".bz2 and .xz compress)"),
+    ("s.svm", ["--test-rows", "5", "--test-out", "{dir}/t.svm.lz4"],
+     "argument --test-out: {dir}/t.svm.lz4: .lz4 output is not written"),
     ("s.svm", ["--test-rows", "-5"], "argument --test-rows: must be >= 0, got -5"),
     ("s.svm", ["--test-fraction", "-0.5"], "argument --test-fraction: must be >= 0, got -0.5"),
     ("s.svm", ["--density", "2"], "argument --density: must be in (0, 1], got 2.0"),
@@ -172,7 +189,7 @@ def test_synthetic_cli_refuses_bad_options_before_any_work(tmp_path, capsys, nam
     with pytest.raises(SystemExit) as exc:
         make_synthetic.main([str(out), "--rows", "100", "--features", "3000", "--quiet",
                              *(o.format(dir=tmp_path) for o in options)])
-    assert exc.value.code == 2 and message in capsys.readouterr().err
+    assert exc.value.code == 2 and message.format(dir=tmp_path) in capsys.readouterr().err
     assert os.listdir(tmp_path) == [name] and out.read_bytes() == b"+1 1:1\n"
 
 

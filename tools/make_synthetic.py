@@ -4,7 +4,8 @@ The rows are written in chunks as they are generated, so memory stays bounded (t
 of text, about 50 MB with the defaults) whatever the size of the output. The text bytes are
 produced by a Numba kernel (which releases the GIL) in one thread per core; the file is
 written, and compressed (``.gz``, ``.bz2``, ``.xz`` by extension; gzip level 1, bzip2 9, xz
-preset 1 unless ``--compress-level``: fast settings, as compression sets the pace), by
+preset 1 unless ``--compress-level``: fast settings, as compression sets the pace; another
+compressed extension such as ``.zst`` is refused, not written plain), by
 a writer thread that overlaps with generation, under a temporary name renamed once the
 file is whole (an interrupted or failed run leaves no output, and an earlier one as it
 was). Plain output runs at about 90-100 MB of text per CPU second, so over 100 MB/s with
@@ -502,6 +503,8 @@ class _Model:
 # --------------------------------------------------------------------------------------
 
 _LEVELS = {".gz": range(10), ".bz2": range(1, 10), ".xz": range(10)}  # gzip, bzip2, xz -N
+# compressed formats not written: an output named so is refused rather than written plain
+_UNWRITTEN = (".gzip", ".zst", ".zstd", ".lz4", ".lzma", ".lz", ".Z", ".zip", ".7z", ".br")
 
 
 def _compression(path):
@@ -656,7 +659,7 @@ def _require(ok, param, problem):
 
 # main's option of each argument of generate
 _OPTIONS = {"path": "out", "n_rows": "--rows", "target_bytes": "--target-bytes",
-            "min_nnz": "--min-nnz", "max_nnz": "--max-nnz", "row_length": "--row-length",
+            "n_features": "--features", "min_nnz": "--min-nnz", "max_nnz": "--max-nnz", "row_length": "--row-length",
             "zipf_exponent": "--zipf", "density": "--density", "pos_fraction": "--pos-fraction",
             "flip": "--flip", "digits": "--digits", "test_rows": "--test-rows",
             "test_fraction": "--test-fraction", "chunk_rows": "--chunk-rows",
@@ -676,7 +679,8 @@ def generate(path, n_rows=None, target_bytes=None, n_features=50000, seed=0, mod
     Parameters
     ----------
     path : str or path-like
-        Output; ``.gz``, ``.bz2`` or ``.xz`` compresses.
+        Output; ``.gz``, ``.bz2`` or ``.xz`` compresses; another compressed extension
+        (``.zst``, ``.lz4``, ...) is refused.
     n_rows : int, optional
         Number of rows.
     target_bytes : int or str, optional
@@ -740,6 +744,7 @@ def generate(path, n_rows=None, target_bytes=None, n_features=50000, seed=0, mod
                                               f"{target_bytes!r}") from None
         _require(target_bytes > 0, "target_bytes", f"must be positive, got {target_bytes}")
     _require(n_rows is None or n_rows >= 0, "n_rows", f"must be >= 0, got {n_rows}")
+    _require(n_features >= 1, "n_features", f"must be >= 1, got {n_features}")
     _require(1 <= min_nnz <= max_nnz, "min_nnz", f"must be in 1..{max_nnz} (the maximum), "
                                                  f"got {min_nnz}")
     _require(max_nnz < 1 << 20, "max_nnz", f"must be below 2^20, got {max_nnz}")
@@ -765,6 +770,10 @@ def generate(path, n_rows=None, target_bytes=None, n_features=50000, seed=0, mod
     else:
         _require(test_path is None, "test_path", "is given, but no test rows nor test "
                                                  "fraction")
+    for param, output in outputs.items():
+        unwritten = next((e for e in _UNWRITTEN if os.fspath(output).endswith(e)), None)
+        _require(unwritten is None, param, f"{output}: {unwritten} output is not written "
+                 f"(only .gz, .bz2 and .xz compress); use one of those or a plain name")
     if compress_level is not None:
         compressions = {_compression(p) for p in outputs.values()} - {""}
         _require(compressions, "compress_level", "applies to .gz, .bz2 and .xz outputs only")
@@ -799,20 +808,28 @@ def generate(path, n_rows=None, target_bytes=None, n_features=50000, seed=0, mod
 
 def _summary(stats):
     n = max(stats["n_rows"], 1)
+    lengths = f", {stats['min_row_nnz']}..{stats['max_row_nnz']}" if stats["n_rows"] else ""
     return (f"{stats['path']}: {stats['n_rows']:,} rows x {stats['n_features']:,} features, "
-            f"nnz {stats['nnz']:,} ({stats['nnz'] / n:.1f}/row, "
-            f"{stats['min_row_nnz']}..{stats['max_row_nnz']}), "
+            f"nnz {stats['nnz']:,} ({stats['nnz'] / n:.1f}/row{lengths}), "
             f"+1: {stats['n_positive'] / n:.1%}, flipped {stats['n_flipped'] / n:.2%}; "
             f"text {stats['text_bytes'] / 1e6:,.1f} MB, file {stats['file_bytes'] / 1e6:,.1f}"
             f" MB; {stats['seconds']:.1f} s, {stats['mb_per_s']:,.0f} MB/s of text "
             f"({stats['cpu_seconds']:.1f} CPU s, {stats['mb_per_cpu_s']:,.0f} MB per CPU s)")
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows defaults, except None ones (their help says what they mean)."""
+
+    def _get_help_string(self, action):
+        return action.help if action.default is None else super()._get_help_string(action)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description="Generate synthetic text-like sparse binary data in svmlight format.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("out", help="output file (.gz/.bz2/.xz compress)")
+        formatter_class=_HelpFormatter)
+    ap.add_argument("out", help="output file (.gz/.bz2/.xz compress; other compressed "
+                                "extensions are refused)")
     size = ap.add_argument_group("size (at least one)")
     size.add_argument("--rows", type=int, help="number of rows")
     size.add_argument("--target-bytes", help="stop when the text reaches this size, e.g. 4G")
@@ -822,8 +839,8 @@ def main(argv=None):
     ap.add_argument("--flip", type=float, default=0.05, help="fraction of labels flipped")
     ap.add_argument("--density", type=float, default=0.05, help="nonzero fraction of w*")
     ap.add_argument("--zipf", type=float, default=1.0, help="Zipf exponent")
-    ap.add_argument("--min-nnz", type=int, default=50)
-    ap.add_argument("--max-nnz", type=int, default=200)
+    ap.add_argument("--min-nnz", type=int, default=50, help="fewest nonzeros of a row")
+    ap.add_argument("--max-nnz", type=int, default=200, help="most nonzeros of a row")
     ap.add_argument("--row-length", choices=sorted(_LEN_CODES), default="uniform")
     ap.add_argument("--noise", type=float, default=0.1,
                     help="label noise, in standard deviations of w*.x")
@@ -836,10 +853,11 @@ def main(argv=None):
     test.add_argument("--test-rows", type=int, help="also write a test file of N rows")
     ap.add_argument("--test-out", help="test file path (default: OUT with .t before the "
                     "extension)")
-    ap.add_argument("--chunk-rows", type=int, default=8192)
-    ap.add_argument("--compress-level", type=int)
+    ap.add_argument("--chunk-rows", type=int, default=8192, help="rows generated per chunk")
+    ap.add_argument("--compress-level", type=int,
+                    help="gzip/bzip2 level or xz preset (default: 1, 9 and 1)")
     ap.add_argument("--threads", type=int, help="threads (default: all cores)")
-    ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--quiet", action="store_true", help="print no progress nor summary")
     args = ap.parse_args(argv)
     if args.rows is None and args.target_bytes is None:
         ap.error("give --rows or --target-bytes")
@@ -856,9 +874,10 @@ def main(argv=None):
                          progress=not args.quiet, make_dirs=True)
     except OptionError as exc:
         ap.error(f"argument {_OPTIONS[exc.param]}: {exc.problem}")
-    print(_summary(stats))
-    if "test" in stats:
-        print(_summary(stats["test"]))
+    if not args.quiet:
+        print(_summary(stats))
+        if "test" in stats:
+            print(_summary(stats["test"]))
     return stats
 
 
