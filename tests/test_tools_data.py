@@ -20,6 +20,7 @@ make_synthetic = importlib.import_module("make_synthetic")
 make_news20 = importlib.import_module("make_news20")
 bench_convert = importlib.import_module("bench_convert")
 bench_checksums = importlib.import_module("bench_checksums")
+bench_auto = importlib.import_module("bench_auto")
 
 NEWS20_TAR = make_news20.DEFAULT_TAR
 SMALL = dict(n_features=5000, min_nnz=50, max_nnz=200)
@@ -361,6 +362,19 @@ def test_bench_checksums_creates_its_workdir_and_refuses_no_passes(tmp_path, cap
                                  "--workdir", str(tmp_path / "new" / "w")]) == 0
     assert "best and median of 1" in capsys.readouterr().out
     assert (tmp_path / "new" / "w" / "converted.h5").exists()
+
+
+def test_bench_auto_cuts_the_first_file_unless_cut_from(tmp_path, capsys):
+    src = tmp_path / "b.svm"
+    make_synthetic.generate(src, n_rows=200, **SMALL)
+    bench_auto.main([str(src), "--lams", "1e-2", "--cut", "300"])
+    rows = [line.split()[:3] for line in capsys.readouterr().out.splitlines()[1:]]
+    assert rows[0] == ["b", "25", "1e-02"] and ["cut", "to", "300"] in rows
+    for options, message in ((["--cut-from", str(src)], "argument --cut-from: needs --cut"),
+                             (["--cut", "300,0"], "column counts must be >= 1, got 300,0")):
+        with pytest.raises(SystemExit) as exc:
+            bench_auto.main([str(src), *options])
+        assert exc.value.code == 2 and message in capsys.readouterr().err
 
 def make_synthetic_nnz(path):
     X, _ = _load(path)

@@ -2,8 +2,8 @@
 
 For every data set, lambda and loss, both solvers train to eps = 0.01 (LIBLINEAR's rule)
 in the same run; the table gives both times, the ratio SDCA / Newton, and what "auto"
-picks. The shapes: the given svmlight files, and, with --cut, the first of them cut to
-its most frequent columns (each row rescaled to unit length), which keeps the text's
+picks. The shapes: the given svmlight files, and, with --cut, the first of them (or
+--cut-from) cut to its most frequent columns (each row rescaled to unit length), which keeps the text's
 statistics while n_features / n_samples moves from tall to wide.
 
 Example:
@@ -67,13 +67,24 @@ def compare(name, X, y, lams):
                   + ("" if auto == faster else " (slower)"), flush=True)
 
 
+def _column_counts(text):
+    counts = [int(v) for v in text.split(",")]
+    if min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"column counts must be >= 1, got {text}")
+    return counts
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("train", nargs="+", help="svmlight files (.xz read as is)")
     p.add_argument("--lams", default="1e-4,1e-5,1e-6")
-    p.add_argument("--cut-from", help="svmlight file to cut to its most frequent columns")
-    p.add_argument("--cut", default="", help="comma-separated column counts for --cut-from")
+    p.add_argument("--cut", type=_column_counts, default=[],
+                   help="comma-separated column counts to cut --cut-from to")
+    p.add_argument("--cut-from", help="svmlight file to cut to its most frequent columns "
+                   "(default: the first TRAIN file)")
     args = p.parse_args(argv)
+    if args.cut_from and not args.cut:
+        p.error("argument --cut-from: needs --cut (the column counts to cut it to)")
     lams = [float(v) for v in args.lams.split(",")]
     X, y = load(args.train[0])
     for solver in ("newton", "sdca"):  # compile (or load numba's cache) outside the timings
@@ -87,9 +98,9 @@ def main(argv=None):
     for path in args.train:
         X, y = load(path)
         compare(os.path.basename(path).split(".")[0], X, y, lams)
-    if args.cut_from:
-        X, y = load(args.cut_from)
-        for k in (int(v) for v in args.cut.split(",") if v):
+    if args.cut:
+        X, y = load(args.cut_from or args.train[0])
+        for k in args.cut:
             Xk, yk = column_cut(X, y, k)
             compare(f"cut to {k}", Xk, yk, lams)
 
