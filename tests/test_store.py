@@ -378,6 +378,6 @@ def test_fletcher32_detects_flipped_bytes(tmp_path, rng):
         fh.seek(offset + 16)
         fh.write(bytes([byte[0] ^ 0xFF]))
     with Store(path) as store:
-        with pytest.raises(StoreError, match=f"{path}: block 0 cannot be read"):
+        with pytest.raises(StoreError, match=f"{path}: block 0: dataset data cannot be read"):
             store.read_block(0)
     assert os.path.exists(path)
