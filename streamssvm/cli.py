@@ -507,6 +507,9 @@ def main(argv=None):
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
+            # numpy's floating-point warnings: a diverged run says so in its error
+            warnings.filterwarnings("ignore", r"(overflow|invalid value|divide by zero) "
+                                    r"encountered", RuntimeWarning)
             status = args.func(args)
         sys.stdout.flush()  # a closed pipe fails here, not at exit
         return status
