@@ -68,7 +68,6 @@ def test_tool_counts_cases_and_failures(capsys):
                           "multiclass converter reads it: 2)") and ": 0 failures" in out
 
 
-
 @pytest.mark.parametrize("options, message", [
     (["--convert-every", "0"], "argument --convert-every: must be >= 1, got 0"),
     (["--examples", "-5"], "argument --examples: must be >= 1, got -5"),
