@@ -510,7 +510,10 @@ def main(argv=None):
             # numpy's floating-point warnings: a diverged run says so in its error
             warnings.filterwarnings("ignore", r"(overflow|invalid value|divide by zero) "
                                     r"encountered", RuntimeWarning)
-            status = args.func(args)
+            try:
+                status = args.func(args)
+            finally:
+                _close_bars()
         sys.stdout.flush()  # a closed pipe fails here, not at exit
         return status
     except BrokenPipeError:  # the reader of the output is gone (| head): end quietly, the
@@ -528,6 +531,16 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("streamssvm: interrupted", file=sys.stderr)
         return 130
+
+
+def _close_bars():
+    """Close the progress bars a failed or interrupted command left open (else its message
+    went on the bar's line, and the bar was drawn again at exit)."""
+    if "tqdm" in sys.modules:
+        from tqdm import tqdm
+
+        for bar in list(tqdm._instances):
+            bar.close()
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):

@@ -3,6 +3,7 @@ never go up, SGD is reproducible from its seed, streamed and in-memory runs agre
 duality gap closes for every loss with a conjugate, incremental training resumes exactly."""
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -576,6 +577,25 @@ def test_cli_reports_an_unconverged_run_in_one_line(data, tmp_path, capsys):
     assert main(["train", str(store), "-o", str(model), "--max-iter", "1", "--quiet"]) == 0
     assert capsys.readouterr().err.startswith("streamssvm: warning: tron stopped unconverged "
                                               "(max_iter reached): ||grad|| = ")
+
+
+def test_cli_interrupted_closes_its_bar_first(data, tmp_path, python, python_env):
+    """Ctrl-C during a run printed "interrupted" on the bar's line, and the bar was drawn
+    again below it at exit."""
+    store = tmp_path / "a9a.h5"
+    write_store(store, InMemorySource(*data))
+    run = subprocess.Popen([python, "-m", "streamssvm", "train", str(store), "-o",
+                            str(tmp_path / "m.npz"), "--solver", "gd", "--tol", "1e-14",
+                            "--max-iter", "1000000", "--lam", "1e-7"],
+                           env=python_env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    seen = b""
+    while b"gd: 0it" not in seen:  # the solver's loop has begun
+        seen += os.read(run.stderr.fileno(), 1024)
+    run.send_signal(signal.SIGINT)
+    err = seen + run.communicate(timeout=120)[1]
+    assert run.returncode == 130
+    assert err.endswith(b"]\nstreamssvm: interrupted\n"), err[-300:]
+    assert not (tmp_path / "m.npz").exists()
 
 
 def test_cli_reports_a_diverged_run_in_one_line(data, tmp_path, capsys):
