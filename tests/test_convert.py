@@ -514,7 +514,8 @@ def test_like_takes_the_index_base_of_its_store(tmp_path, write_text):
         assert b.metadata["options"]["zero_based"] is True
         np.testing.assert_array_equal(a.read_rows(0, 2)[0][:, 1:].toarray(),
                                       b.read_rows(0, 2)[0][:, 1:].toarray())
-    with pytest.raises(ValueError, match=r"zero_based=False \(--zero-based\) contradicts .*read zero-based"):
+    with pytest.raises(ValueError,
+                       match=r"zero_based=False \(--zero-based\) contradicts .*read zero-based"):
         convert_svmlight(write_text("1 2:5\n", name="other.svm"), tmp_path / "o.h5",
                          like=train, zero_based=False)
 

@@ -3,8 +3,8 @@
 For every data set, lambda and loss, both solvers train to eps = 0.01 (LIBLINEAR's rule)
 in the same run; the table gives both times, the ratio SDCA / Newton, and what "auto"
 picks. The shapes: the given svmlight files, and, with --cut, the first of them (or
---cut-from) cut to its most frequent columns (each row rescaled to unit length), which keeps the text's
-statistics while n_features / n_samples moves from tall to wide.
+--cut-from) cut to its most frequent columns (each row rescaled to unit length), which
+keeps the text's statistics while n_features / n_samples moves from tall to wide.
 
 Example:
     python tools/bench_auto.py ../shared/data/a9a.svm.xz ../shared/data/w8a.svm.xz \

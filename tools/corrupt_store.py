@@ -21,7 +21,8 @@ outcome is one of
 ``--where data`` flips a bit inside a block dataset's stored bytes (found with h5py's
 ``get_offset`` / ``get_chunk_info``) and also requires the error to name that block and
 dataset (or the flip to be harmless: compressed bytes can decode to the same values, e.g. an
-LZF back-reference moved to equal bytes); ``--where anywhere`` picks a byte of the whole file uniformly.
+LZF back-reference moved to equal bytes); ``--where anywhere`` picks a byte of the whole file
+uniformly.
 
     python tools/corrupt_store.py STORE --flips 2000 --where anywhere
 """
@@ -109,8 +110,8 @@ def trial(original, reference, work, position, bit, target=None):
     blamed = re.match(r"(block \d+)\b", message[len(work) + 2:]) if message else None
     if blamed and not any(p.startswith(f"{work}: {blamed.group(1)}") for p in problems):
         return "OTHER", f"verify does not name {blamed.group(1)}: {problems}"
-    if target is not None and outcome != "harmless" and not message.startswith(f"{work}: block {target[0]}: dataset "
-                                                     f"{target[1]} "):
+    if (target is not None and outcome != "harmless"
+            and not message.startswith(f"{work}: block {target[0]}: dataset {target[1]} ")):
         return "OTHER", f"a flip in block {target[0]} {target[1]} gave {message or outcome!r}"
     return outcome, message
 

@@ -659,7 +659,8 @@ def _require(ok, param, problem):
 
 # main's option of each argument of generate
 _OPTIONS = {"path": "out", "n_rows": "--rows", "target_bytes": "--target-bytes",
-            "n_features": "--features", "min_nnz": "--min-nnz", "max_nnz": "--max-nnz", "row_length": "--row-length",
+            "n_features": "--features", "min_nnz": "--min-nnz", "max_nnz": "--max-nnz",
+            "row_length": "--row-length",
             "zipf_exponent": "--zipf", "density": "--density", "pos_fraction": "--pos-fraction",
             "flip": "--flip", "digits": "--digits", "test_rows": "--test-rows",
             "test_fraction": "--test-fraction", "chunk_rows": "--chunk-rows",
