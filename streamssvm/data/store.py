@@ -23,7 +23,7 @@ ENCODINGS = ("auto", "plain", "lean")
 _PREFETCH = 2  # blocks read ahead of the one being used
 BLOCK_DATASETS = ("indptr", "indices", "data", "y")  # their order in a row of /checksums
 LEAN_DATASETS = {"gaps": "indices", "row_data": "data"}  # each stands for the plain one
-_INT32_MAX = np.iinfo(np.int32).max
+INT32_MAX = np.iinfo(np.int32).max  # a block's row pointers and indices are int32
 
 
 def _inline(text):
@@ -266,7 +266,7 @@ class StoreWriter:
             indices = np.empty(int(indptr[-1]), np.int32)
             gaps = group["gaps"][...]
             codec.decode(indptr, gaps, codec.far_positions(gaps, len(indices)),
-                         np.empty(0, self.value_dtype), _INT32_MAX, indices,
+                         np.empty(0, self.value_dtype), INT32_MAX, indices,
                          indices[:0])
             del group["gaps"]
             self._write_gaps(group, indptr, np.asarray(change(indices), np.int32))
@@ -290,9 +290,9 @@ class StoreWriter:
         The caller has validated the arrays (sorted in-range indices, finite values).
         """
         nnz = int(indptr[-1])
-        if nnz > _INT32_MAX:  # a block's row pointers are int32: they would wrap
+        if nnz > INT32_MAX:  # a block's row pointers are int32: they would wrap
             raise StoreError(f"{self.path}: block {self.n_blocks}: {nnz} nonzeros, beyond "
-                             f"the {_INT32_MAX} of a block's int32 row pointers (split it)")
+                             f"the {INT32_MAX} of a block's int32 row pointers (split it)")
         indptr = np.ascontiguousarray(indptr, dtype=np.int32)
         group = self._file.create_group(_block_name(self.n_blocks))
         self._dataset(group, "indptr", indptr)

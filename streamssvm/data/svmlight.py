@@ -36,6 +36,8 @@ import numbers
 import numpy as np
 from numba import njit
 
+from .store import INT32_MAX
+
 __all__ = ["BlockParser", "SvmlightFormatError", "parse_svmlight_bytes"]
 
 
@@ -107,7 +109,6 @@ MIN_ROW_CAP = 1 << 16
 # slow-token record columns: token start, token end, output slot, 0-based line, line start
 N_SLOW_FIELDS = 5
 
-_INT32_MAX = 2147483647
 _FLOAT32_OVERFLOW = 2.0 ** 128 - 2.0 ** 103  # the smallest magnitude that float32 rounds to inf
 _POW10 = np.array([float(10 ** k) for k in range(23)])  # 1e0 .. 1e22, all exact doubles
 _TWO53 = 1 << 53
@@ -588,7 +589,7 @@ def parse_lines(buf, end, state, fstate, y, indptr, indices, values, slow, pow10
                 err_pos = tok
                 err_arg = idx
                 break
-            if idx - base >= _INT32_MAX:
+            if idx - base >= INT32_MAX:
                 code = E_INDEX_OVERFLOW
                 err_pos = tok
                 err_arg = idx
@@ -645,7 +646,7 @@ def parse_lines(buf, end, state, fstate, y, indptr, indices, values, slow, pow10
                 max_line = line
                 max_col = tok - line_start + 1
 
-        if code == DONE and nnz > _INT32_MAX and rows:
+        if code == DONE and nnz > INT32_MAX and rows:
             code = BLOCK_FULL  # the block's int32 row pointers end before this row
         if code == NEED_SPACE or code == REBASE or code == BLOCK_FULL:
             pos = line_start
@@ -758,12 +759,12 @@ class BlockParser:
         auto = isinstance(zero_based, str)
         for option, value in (("block_rows", block_rows), ("block_nnz", block_nnz)):
             if value is not None and not (isinstance(value, numbers.Integral)
-                                          and 1 <= value <= _INT32_MAX):
-                raise ValueError(f"{option} must be an integer in 1..{_INT32_MAX} (a block's "
+                                          and 1 <= value <= INT32_MAX):
+                raise ValueError(f"{option} must be an integer in 1..{INT32_MAX} (a block's "
                                  f"index pointers are int32), got {value!r}")
         if n_features is not None and not (isinstance(n_features, numbers.Integral)
-                                           and 0 <= n_features <= _INT32_MAX):
-            raise ValueError(f"n_features must be an integer in 0..{_INT32_MAX}, got "
+                                           and 0 <= n_features <= INT32_MAX):
+            raise ValueError(f"n_features must be an integer in 0..{INT32_MAX}, got "
                              f"{n_features!r}")
         if classes is not None and not np.all(np.isfinite(np.asarray(classes, np.float64))):
             raise ValueError(f"classes must be finite numbers, got {classes!r}")
@@ -945,7 +946,7 @@ class BlockParser:
         self.rebase_line = int(st[S_LINE]) + 1
         # the largest index read one-based is now one column further right
         limit, max_raw = int(st[S_LIMIT]), int(st[S_MAX_RAW])
-        problem = ("does not fit in 32 bits" if max_raw >= _INT32_MAX else
+        problem = ("does not fit in 32 bits" if max_raw >= INT32_MAX else
                    f">= n_features={limit}" if 0 <= limit <= max_raw else None)
         if problem:
             raise SvmlightFormatError(
