@@ -1,4 +1,5 @@
-"""Tests of the data tools: tools/make_synthetic.py, tools/make_news20.py, tools/bench_convert.py."""
+"""Tests of the data tools: make_synthetic, make_news20, bench_convert, bench_checksums,
+bench_auto and corrupt_store (in tools/)."""
 
 import gzip
 import importlib
@@ -21,6 +22,7 @@ make_news20 = importlib.import_module("make_news20")
 bench_convert = importlib.import_module("bench_convert")
 bench_checksums = importlib.import_module("bench_checksums")
 bench_auto = importlib.import_module("bench_auto")
+corrupt_store = importlib.import_module("corrupt_store")
 
 NEWS20_TAR = make_news20.DEFAULT_TAR
 SMALL = dict(n_features=5000, min_nnz=50, max_nnz=200)
@@ -375,6 +377,28 @@ def test_bench_auto_cuts_the_first_file_unless_cut_from(tmp_path, capsys):
         with pytest.raises(SystemExit) as exc:
             bench_auto.main([str(src), *options])
         assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("lams", ["0", "1e-4,-1e-5", "nan", "inf", "abc", "1e-4,,1e-5", ""])
+def test_bench_auto_refuses_bad_lambdas(tmp_path, capsys, lams):
+    with pytest.raises(SystemExit) as exc:
+        bench_auto.main([str(tmp_path / "unread.svm"), "--lams", lams])
+    assert exc.value.code == 2
+    assert (f"argument --lams: must be comma-separated positive finite numbers, got {lams!r}"
+            in capsys.readouterr().err)
+
+
+# ----------------------------------------------------------------------------------------
+# corrupt_store
+# ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("flips", ["0", "-3"])
+def test_corrupt_store_refuses_no_flips(tmp_path, capsys, flips):
+    with pytest.raises(SystemExit) as exc:
+        corrupt_store.main([str(tmp_path / "unread.h5"), "--flips", flips])
+    assert exc.value.code == 2
+    assert f"argument --flips: must be >= 1, got {flips}" in capsys.readouterr().err
+
 
 def make_synthetic_nnz(path):
     X, _ = _load(path)

@@ -74,10 +74,23 @@ def _column_counts(text):
     return counts
 
 
+def _lambdas(text):
+    refusal = argparse.ArgumentTypeError(
+        f"must be comma-separated positive finite numbers, got {text!r}")
+    try:
+        lams = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise refusal from None
+    if not all(0 < lam < np.inf for lam in lams):
+        raise refusal
+    return lams
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("train", nargs="+", help="svmlight files (.xz read as is)")
-    p.add_argument("--lams", default="1e-4,1e-5,1e-6")
+    p.add_argument("--lams", type=_lambdas, default="1e-4,1e-5,1e-6",
+                   help="comma-separated regularization strengths (> 0)")
     p.add_argument("--cut", type=_column_counts, default=[],
                    help="comma-separated column counts to cut --cut-from to")
     p.add_argument("--cut-from", help="svmlight file to cut to its most frequent columns "
@@ -85,7 +98,6 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.cut_from and not args.cut:
         p.error("argument --cut-from: needs --cut (the column counts to cut it to)")
-    lams = [float(v) for v in args.lams.split(",")]
     X, y = load(args.train[0])
     for solver in ("newton", "sdca"):  # compile (or load numba's cache) outside the timings
         for loss, sigma in LOSSES:
@@ -97,12 +109,12 @@ def main(argv=None):
           f"{'ratio':>8}  auto      (* = not converged; ratio = SDCA / Newton)")
     for path in args.train:
         X, y = load(path)
-        compare(os.path.basename(path).split(".")[0], X, y, lams)
+        compare(os.path.basename(path).split(".")[0], X, y, args.lams)
     if args.cut:
         X, y = load(args.cut_from or args.train[0])
         for k in args.cut:
             Xk, yk = column_cut(X, y, k)
-            compare(f"cut to {k}", Xk, yk, lams)
+            compare(f"cut to {k}", Xk, yk, args.lams)
 
 
 if __name__ == "__main__":

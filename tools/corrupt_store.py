@@ -142,10 +142,12 @@ def run(path, n_flips, where, seed=0):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("store")
-    parser.add_argument("--flips", type=int, default=1000)
+    parser.add_argument("--flips", type=int, default=1000, help="trials (>= 1)")
     parser.add_argument("--where", choices=("anywhere", "data"), default="anywhere")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.flips < 1:
+        parser.error(f"argument --flips: must be >= 1, got {args.flips}")
     counts, failures = run(args.store, args.flips, args.where, args.seed)
     print(f"{args.store}: {sum(counts.values())} single-bit flips ({args.where}), "
           f"{len(failures)} failures")
