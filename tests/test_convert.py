@@ -5,6 +5,7 @@ import io
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -99,6 +100,27 @@ def test_progress_prints_throughput(tmp_path, write_text, capsys):
     convert_svmlight(write_text(b"1 1:1\n-1 2:1\n"), tmp_path / "o.h5")
     err = capsys.readouterr().err
     assert "2 rows x 2 features" in err and "MB/s of text" in err
+
+
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal: the converter draws its bar there."""
+
+    def isatty(self):
+        return True
+
+
+def test_progress_bar_and_summary_count_megabytes_of_1e6_bytes(tmp_path, write_text,
+                                                               monkeypatch):
+    """The bar's sizes and rates and the summary's MB/s are in the same decimal units
+    (the bar counted 2^20-byte units and labelled them M too)."""
+    line = b"+1 1:1 2:0.5\n"
+    text = line * (3_000_000 // len(line)) + b"#a\n"
+    assert len(text) == 3_000_000
+    monkeypatch.setattr("sys.stderr", _Terminal())
+    s = convert_svmlight(write_text(text), tmp_path / "o.h5")
+    err = sys.stderr.getvalue()
+    assert "/3.00M [" in err and "B/s]" in err  # the bar's total, 3.00 MB
+    assert f"in {s['seconds']:.2f} s ({s['mb_per_s']:.1f} MB/s of text)" in err
 
 
 # --- inputs -------------------------------------------------------------------------------------

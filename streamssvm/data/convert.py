@@ -280,8 +280,9 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
         head = fh.peek(8)[:8]  # not read and seek back: the input may be a pipe
         kind = _compression(src, head)
         source_bytes = os.fstat(fh.fileno()).st_size
+        # unit_scale: kB, MB, GB of 10^3, 10^6, 10^9 bytes, as in the summary's MB/s
         bar = progress_bar(progress, total=source_bytes, unit="B", unit_scale=True,
-                           unit_divisor=1024, desc=os.path.basename(src), disable=None,
+                           desc=os.path.basename(src), disable=None,
                            file=sys.stderr, leave=False)  # disable=None: on a terminal only
         try:
             with StoreWriter(dst, value_dtype=value_dtype, compression=compression,
