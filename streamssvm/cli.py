@@ -115,7 +115,9 @@ def cmd_convert(args):
     if not args.quiet:
         print(f"wrote {summary['dst']}: {summary['n_samples']:,} rows, "
               f"{summary['n_features']:,} features, {summary['nnz']:,} nonzeros, "
-              f"{summary['n_blocks']} blocks, {_size(summary['store_bytes'])}")
+              f"{summary['n_blocks']} blocks, indices "
+              f"{_index_base(summary['zero_based'], summary['zero_based_option'])}, "
+              f"{_size(summary['store_bytes'])}")
     return 0
 
 
@@ -167,6 +169,8 @@ def cmd_info(args):
             ("source", f"{meta.get('source_name') or 'unknown'}, "
                        f"{_size(meta.get('source_size', -1))}"),
             ("source sha256", meta.get("source_sha256") or "unknown"),
+            ("index base", _index_base(options.get("zero_based"),
+                                       options.get("zero_based_option"))),
             ("created", created),
             ("format", f"{meta.get('format')} version {meta.get('version')}"),
         ]
@@ -472,6 +476,16 @@ def _label(value):
     """A label as written: an integer without a decimal point, else the shortest text that
     reads back as the same float (%g rounded 1000001 to 1e+06)."""
     return str(int(value)) if value.is_integer() and abs(value) < 2 ** 53 else repr(value)
+
+
+def _index_base(zero_based, option):
+    """The index base the text was read with, and whether ``zero_based="auto"`` found it."""
+    if zero_based is None:  # not converted from text
+        return "unknown"
+    base = "zero-based" if zero_based else "one-based"
+    if option != "auto":
+        return f"{base} (set, not detected)"
+    return f"{base} (detected: {'an' if zero_based else 'no'} index 0 in the file)"
 
 
 def _size(n):

@@ -2,7 +2,9 @@
 
 import hashlib
 import io
+import lzma
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -448,6 +450,28 @@ def test_cli_convert_and_info(tmp_path, write_text, python, python_env, capsys):
                  "--zero-based", "no"]) == 0
     captured = capsys.readouterr()
     assert "MB/s of text" in captured.err and captured.out.startswith(f"wrote {out}: 3 rows")
+
+
+def test_cli_convert_and_info_show_the_index_base_and_how_it_was_chosen(
+        tmp_path, shared_data, write_text, capsys):
+    """a9a's first 300 lines with every index one lower: "auto" reads them zero-based, and
+    both the convert summary and info say so."""
+    lines = lzma.decompress((shared_data / "a9a.svm.xz").read_bytes()).splitlines()[:300]
+    text = b"".join(re.sub(rb" (\d+):", lambda m: b" %d:" % (int(m[1]) - 1), line) + b"\n"
+                    for line in lines)
+    assert b" 0:" in text
+    src, out = write_text(text), tmp_path / "o.h5"
+    for options, base in (([], "zero-based (detected: an index 0 in the file)"),
+                          (["--zero-based", "yes"], "zero-based (set, not detected)")):
+        assert main(["convert", str(src), str(out), "--overwrite", *options]) == 0
+        assert f" nonzeros, 1 blocks, indices {base}, " in capsys.readouterr().out
+        assert main(["info", str(out)]) == 0
+        assert f"\nindex base     {base}\n" in capsys.readouterr().out
+    assert main(["convert", str(src), str(out), "--overwrite", "--like", str(out)]) == 0
+    assert "indices zero-based (set, not detected)" in capsys.readouterr().out
+    write_text(b"".join(line + b"\n" for line in lines))  # a9a as it is
+    assert main(["convert", str(src), str(out), "--overwrite"]) == 0
+    assert "indices one-based (detected: no index 0 in the file)" in capsys.readouterr().out
 
 
 def test_cli_errors(tmp_path, write_text, python, python_env, capsys):

@@ -223,7 +223,8 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
     summary : dict
         ``n_samples``, ``n_features``, ``nnz``, ``n_blocks``, ``classes``, ``class_counts``
         (rows per class), ``label_counts`` (rows coded -1, +1; None if multiclass),
-        ``zero_based`` (the base in effect), ``repaired_rows``,
+        ``zero_based`` (the base in effect), ``zero_based_option`` (``"auto"``, or the base
+        given or taken from ``like``), ``repaired_rows``,
         ``seconds`` (wall time of the whole conversion), ``text_bytes`` (uncompressed text),
         ``source_bytes`` (file size), ``store_bytes``, ``mb_per_s`` (text megabytes,
         1e6 bytes, per second), ``src``, ``dst``.
@@ -326,7 +327,8 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
         "class_counts": [int(c) for c in writer.class_counts],
         "label_counts": None if len(final_classes) > 2 else
         tuple(int(c) for c in writer.class_counts),
-        "zero_based": parser.zero_based, "repaired_rows": parser.repaired_rows,
+        "zero_based": parser.zero_based, "zero_based_option": zero_based,
+        "repaired_rows": parser.repaired_rows,
         "seconds": seconds, "text_bytes": text_bytes, "source_bytes": source_bytes,
         "store_bytes": os.path.getsize(dst), "mb_per_s": text_bytes / 1e6 / max(seconds, 1e-9),
     }
