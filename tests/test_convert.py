@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from conftest import SHARED_FILES, compress
 from streamssvm import Store, convert_svmlight
 from streamssvm.cli import main
-from streamssvm.data.convert import _stream
+from streamssvm.data.convert import DEFAULT_CHUNK_BYTES, _stream
 from streamssvm.data.svmlight import BlockParser, SvmlightFormatError
 
 
@@ -319,6 +319,28 @@ def test_error_after_blocks_were_written(tmp_path, rng, make_svmlight, write_tex
                          _chunk_bytes=4096)
     assert dst.read_bytes() == b"previous content"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.svm", "out.h5"]
+
+
+def test_lines_ended_by_cr_alone_fail_at_the_first_chunk(tmp_path, write_text):
+    """Lines ended by CR alone make one line: the whole file was read (19 MB here) before
+    the error; now the first 8 MiB chunk fails. Compressed with a damaged tail, reading to
+    the end would fail otherwise ("cannot decompress")."""
+    text = b"1 1:1 2:0.5\r-1 3:1\r" * 1_000_000
+    expected = (f"line 1 has no newline in its first {DEFAULT_CHUNK_BYTES:,} bytes (column 12 "
+                f"is a carriage return with no newline after it: if the file's lines end in "
+                f"CR alone, make them newlines first, e.g. tr '\\r' '\\n')")
+    for kind in (None, "gz"):
+        src = write_text(text, kind=kind)
+        src.write_bytes(src.read_bytes()[:-30] if kind else text)
+        with pytest.raises(SvmlightFormatError) as info:
+            convert_svmlight(src, tmp_path / "o.h5", progress=False)
+        assert str(info.value) == f"{src}: {expected}"
+    assert not (tmp_path / "o.h5").exists()
+    # a CRLF file whose long first line is cut between its CR and its newline converts
+    line = b"1 " + b" ".join(b"%d:1" % i for i in range(1, 20_000)) + b"\r\n"
+    src = write_text(line + b"-1 1:2\r\n")
+    s = convert_svmlight(src, tmp_path / "o.h5", progress=False, _chunk_bytes=len(line) - 1)
+    assert s["n_samples"] == 2 and s["nnz"] == 20_000
 
 
 def test_existing_output_kept_without_overwrite(tmp_path, write_text):

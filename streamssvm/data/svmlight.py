@@ -912,6 +912,15 @@ class BlockParser:
             else:
                 raise self._error(buf, end, code)
 
+    def refuse_lone_cr(self, buf, end):
+        """Raise if ``buf[:end]``, the start of the first line (no newline in it), holds a
+        carriage return followed by more text: the lines end in CR alone, and the whole
+        file would be read (in memory) as one line."""
+        hint = _lone_cr_hint(buf, 0, end - 1)  # a CR last may be a CRLF's, cut in two
+        if hint:
+            raise SvmlightFormatError(f"{self.name}: line 1 has no newline in its first "
+                                      f"{end:,} bytes{hint}")
+
     def finish(self):
         """Emit the last, partial block."""
         if self._state[S_ROWS]:
