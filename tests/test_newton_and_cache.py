@@ -37,6 +37,35 @@ def test_newton_reaches_trons_optimum(a9a, loss, sigma):
 
 
 @pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")
+@pytest.mark.parametrize("loss, lam, scale", [("squared_hinge", 0.1, 2.0), ("psi_g", 0.01, 0.5)])
+@pytest.mark.parametrize("preconditioned", [False, True])
+def test_newton_cg_on_the_curved_columns_takes_the_steps_of_cg_on_all(loss, lam, scale,
+                                                                      preconditioned):
+    """Newton's CG, stopped by the quadratic model's decrease, on a held wide state's
+    system (the columns of the curved rows; the rest as multiples of -g there) takes the
+    steps of CG on every variable and ends at its step, to rounding."""
+    import scipy.sparse as sp
+
+    from streamssvm.objective.system import NewtonSystem
+    from streamssvm.solvers.common import PreconditionedCG, diag_preconditioner
+    from streamssvm.solvers.newton import _newton_cg
+
+    X = sp.random(150, 2000, density=0.004, random_state=3, format="csr")
+    y = np.where(np.random.default_rng(4).random(150) < 0.5, -1.0, 1.0)
+    objective = SmoothSVMObjective(InMemorySource(X, y), loss, lam,
+                                   sigma=0.05 if loss == "psi_g" else None,
+                                   fit_intercept=True, hold=True, n_threads=2)
+    state = objective.evaluate(np.random.default_rng(5).normal(scale=scale, size=2001))
+    cg = PreconditionedCG(objective.n_variables, 2, model=True)
+    columns, full = objective.newton_system(state), NewtonSystem(objective, state)
+    assert columns.rest_norm2 > 0 and len(columns.grad) < 0.7 * objective.n_variables
+    (s, steps), (s_all, steps_all) = (
+        _newton_cg(system, diag_preconditioner(system, preconditioned), 0.01, cg)
+        for system in (columns, full))
+    assert steps == steps_all > 2
+    assert np.linalg.norm(s - s_all) <= 1e-10 * np.linalg.norm(s_all)
+
+
 def test_newton_objective_decreases_and_backtracks(a9a):
     """psi_G at a tiny sigma makes full Newton steps fail: backtracking must take over and
     every accepted step must decrease the objective by Armijo's rule."""

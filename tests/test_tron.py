@@ -182,10 +182,10 @@ def test_preconditioner_reaches_the_same_optimum(small_problem):
     assert pre.f == pytest.approx(plain.f, rel=1e-10)
     # L is lam-strongly convex: each point is within ||grad|| / lam of the minimiser
     assert np.linalg.norm(pre.w - plain.w) <= (pre.grad_norm + plain.grad_norm) / 1e-4
-    # the diagonal costs one pass at the start and one per accepted iteration
+    # the diagonal costs one pass at each accepted point but the last, where the run stops
     steps = sum(h["cg_steps"] for h in pre.history[1:])
     trials = len(pre.history) - 1
-    assert pre.passes == 2 + steps + trials + pre.n_iter
+    assert pre.passes == 1 + steps + trials + pre.n_iter
 
 
 @pytest.mark.parametrize("loss, sigma, lam", [("squared_hinge", None, 1e-5),
@@ -269,14 +269,15 @@ def test_kept_cg_path_step_equals_a_new_solve(small_problem, preconditioned, cap
                if preconditioned else None)
     path = _CGPath(objective.n_variables, capacity * 8 * objective.n_variables)
     cg, fresh_cg = (PreconditionedCG(objective.n_variables, 2) for _ in range(2))
-    s, _, steps, _ = _trust_region_cg(objective, state, precond, 1e6, 1e-8, cg, path)
+    system = objective.newton_system(state)
+    s, _, _, steps, _ = _trust_region_cg(system, precond, 1e6, 1e-8, cg, path)
     assert path.state is state and steps > 8
     kept = len(path.directions)
     assert kept == min(capacity, steps) - (capacity < steps)
     norm = np.sqrt(float(s @ (s if precond is None else precond * s)))
     for radius in norm * np.array([0.9, 0.5, 0.1, 1e-3]):
-        fresh, sr, _, on_boundary = _trust_region_cg(objective, state, precond, radius, 1e-8,
-                                                     fresh_cg)
+        fresh, sr, _, _, on_boundary = _trust_region_cg(system, precond, radius, 1e-8,
+                                                        fresh_cg)
         assert on_boundary
         found = path.step_within(radius, precond)
         if found is None:  # the step that leaves the region was not kept
@@ -285,6 +286,49 @@ def test_kept_cg_path_step_equals_a_new_solve(small_problem, preconditioned, cap
         np.testing.assert_allclose(found[0], fresh, rtol=1e-9, atol=1e-12 * np.abs(fresh).max())
         assert found[1] == pytest.approx(sr, rel=1e-9)
     assert capacity < steps or path.step_within(norm * 0.5, precond) is not None
+
+
+@pytest.mark.parametrize("preconditioned", [False, True])
+@pytest.mark.parametrize("leaves_at", [None, 3, 5])
+def test_cg_on_the_curved_columns_takes_the_steps_of_cg_on_all(preconditioned, leaves_at):
+    """Steihaug CG on a held wide state's Newton system (the columns of the curved rows,
+    the others carried as multiples of -g there) gives the step, s.r, ||s||_M^2, the
+    scalars of the last move and the CG steps of CG on every variable, to rounding:
+    inside the region, and on its boundary when its radius is between the lengths of the
+    inner solve's iterates ``leaves_at`` - 1 and ``leaves_at``."""
+    from streamssvm.objective.system import NewtonSystem
+    from streamssvm.solvers.common import PreconditionedCG, diag_preconditioner
+    from streamssvm.solvers.tron import _CGPath, _trust_region_cg
+
+    X = sp.random(150, 2000, density=0.004, random_state=3, format="csr")
+    y = np.where(np.random.default_rng(4).random(150) < 0.5, -1.0, 1.0)
+    objective = SmoothSVMObjective(InMemorySource(X, y), "psi_g", 1e-2, sigma=0.05,
+                                   fit_intercept=True, hold=True, n_threads=2)
+    w = np.random.default_rng(5).normal(scale=0.5, size=objective.n_variables)
+    state = objective.evaluate(w)
+    columns, full = objective.newton_system(state), NewtonSystem(objective, state)
+    assert columns.rest_norm2 > 0 and len(columns.grad) < 0.7 * objective.n_variables
+    cg = PreconditionedCG(objective.n_variables, 2)
+    precond = {system: diag_preconditioner(system, preconditioned) for system in (columns, full)}
+    radius = 1e6
+    if leaves_at is not None:
+        path = _CGPath(objective.n_variables, 1 << 30)
+        _trust_region_cg(full, precond[full], radius, 1e-3, cg, path)
+        lengths = [step[-1] for step in path.steps]  # ||s_j||_M^2 after step j
+        radius = np.sqrt((lengths[leaves_at - 2] + lengths[leaves_at - 1]) / 2)
+    results, last_move = [], []  # and s.H d, d.r before the last move (for a kept path)
+    for system in (columns, full):
+        results.append(_trust_region_cg(system, precond[system], radius, 1e-3, cg))
+        last_move.append(np.array([cg.shd, cg.dr]))
+    (s, sr, sms, steps, boundary), (s_all, sr_all, sms_all, steps_all, boundary_all) = results
+    assert steps == steps_all == (leaves_at or steps) > 2
+    assert boundary == boundary_all == (leaves_at is not None)
+    assert np.linalg.norm(s - s_all) <= 1e-10 * np.linalg.norm(s_all)
+    # s.r enters the model's decrease -(g.s - s.r) / 2: next to g.s, which is not ~0
+    scale = abs(state.grad @ s_all)
+    assert abs(sr - sr_all) <= 1e-10 * scale
+    np.testing.assert_allclose(*last_move, rtol=1e-10, atol=1e-10 * scale)
+    assert sms == pytest.approx(sms_all, rel=1e-10)
 
 
 def test_cli_passes_backtrack_on(small_problem, tmp_path):

@@ -4,13 +4,13 @@ fused sweeps over dense vectors (``vector``); the store's lean block encodings (
 the LLVM intrinsics they use (``_intrinsics``)."""
 
 from . import stochastic, vector
-from .linear import (column_products, column_sums, csr_checks, curved_columns, curved_products,
-                     decision, decision_classes, gather_curved_rows, hess_diag, hess_vec, is_zero,
-                     loss_coef, loss_coef_by_columns, loss_grad, loss_sum, loss_sum_along,
-                     max_row_norm2, merge_parts, row_partition, transpose)
+from .linear import (column_order, column_products, column_sums, csr_checks, curved_columns,
+                     curved_products, decision, decision_classes, gather_curved_rows, hess_diag,
+                     hess_vec, is_zero, loss_coef, loss_coef_by_columns, loss_grad, loss_sum,
+                     loss_sum_along, max_row_norm2, merge_parts, row_partition, transpose)
 
-__all__ = ["column_products", "column_sums", "csr_checks", "curved_columns", "curved_products",
-           "decision", "decision_classes", "gather_curved_rows", "hess_diag", "hess_vec",
-           "is_zero", "loss_coef", "loss_coef_by_columns", "loss_grad", "loss_sum",
+__all__ = ["column_order", "column_products", "column_sums", "csr_checks", "curved_columns",
+           "curved_products", "decision", "decision_classes", "gather_curved_rows", "hess_diag",
+           "hess_vec", "is_zero", "loss_coef", "loss_coef_by_columns", "loss_grad", "loss_sum",
            "loss_sum_along", "max_row_norm2", "merge_parts", "row_partition", "stochastic",
            "transpose", "vector"]

@@ -31,8 +31,9 @@ rows, the gradient, Hessian products and diagonal as column sums X^T v, which th
 compute without a d-vector each (a scatter into per-thread vectors is bound by scattered
 memory traffic; on news20 the column sums made a Hessian-vector product 2-3x faster on 2
 cores). On wide data (fewer rows than columns) the products X v are taken by columns too
-(see ``_wide``). Once a state's CG solve proves long, its Hessian products read a copy
-of the columns restricted to the rows with curvature (see ``_curved_columns``).
+(see ``_wide``). A state's Hessian products read a copy of the columns restricted to
+the rows with curvature (see ``_state_columns``), and conjugate gradient on wide data
+solves the Newton system in that copy's order of columns (:meth:`newton_system`).
 Streaming stays the path for data that does not fit.
 """
 
@@ -49,15 +50,13 @@ from .. import kernels
 from .._memory import available_memory_bytes
 from .._progress import progress_iter
 from ..losses import get_loss
+from .system import ColumnSystem, NewtonSystem
 
 _PASS_LOCK = threading.Lock()
 # bytes of rows in a shuffle window of the stochastic solvers (see shuffled_blocks): four
 # fit the ~210 MB a process finds free under a 500 MB memory cap, so capped runs keep the
 # seed's order
 SHUFFLE_BYTES = 32 << 20
-# the Hessian product at a state from which held data's products read only its curved rows
-# (see SmoothSVMObjective._curved_columns)
-COPY_AT = 5
 # vectors of n_variables that any solver keeps (w, the gradient, a step): data whose width
 # leaves no room for them is refused at once
 MIN_VECTORS = 3
@@ -173,11 +172,10 @@ class SmoothSVMObjective:
         self.hold = hold
         self._held = None  # [Block of all rows, its transpose or None] once read; False: streamed
         self._columns_pending = None  # a Future of the transpose (see make_columns)
-        # Hessian products of held data (see _curved_columns): the curvature of their
-        # state, how many were taken at it, the one at which to copy the curved rows'
-        # columns, the columns they read and the arrays such a copy is written into
-        self._curved_of, self._products_at, self._copy_at = None, 0, COPY_AT
-        self._curved, self._curved_out = None, None
+        # Hessian products of held data (see _state_columns): the curvature of their
+        # state, the columns they read and the arrays a copy of its curved rows' columns
+        # is written into
+        self._curved_of, self._curved, self._curved_out = None, None, None
         self._window_warned = False
         self.cache_bytes = free // 4 if cache_bytes is None else int(cache_bytes)
         self.passes = 0
@@ -284,47 +282,42 @@ class SmoothSVMObjective:
                                     squared, self.bias, x, lam, scale, self.n_threads, out)
         return out, x_out
 
-    def _curved_columns(self, state, columns):
-        """The columns a Hessian product at ``state`` reads: the held transpose
-        ``columns`` or, if at most 3/4 of the rows have curvature, from one of the state's
-        products on, a copy of it restricted to those rows. On news20 a product took
-        11.8 ms from the transpose and 8.3 ms from the copy (squared hinge, 42-48% of the
-        rows curved), 7.9 and 4.4 ms at 10%; a copy costs 13-15 ms, what about four
-        products save. So it is made at a state's second product if the state before
-        took at least ``COPY_AT`` products (CG's solves grow longer as Newton's steps
-        converge), else at its ``COPY_AT``-th, when the solve has proved long: TRON's
-        solves of 12 and 22 CG steps on the squared hinge copy early, psi_G's of 2-4 at
-        small sigma never. The copy is written over the last one, into arrays as large as
-        the transpose (if they fit: :meth:`_copy_room`), of which it touches only what
-        it needs."""
-        curvature = state.curvature
-        if self._curved_of is not curvature:  # a new state
-            self._copy_at = 2 if self._products_at >= COPY_AT else COPY_AT
-            self._curved_of, self._products_at, self._curved = curvature, 0, columns
-        self._products_at += 1
-        if (self._products_at == self._copy_at
-                and 4 * np.count_nonzero(curvature) <= 3 * self.n_samples
-                and self._copy_room(columns)):
-            self._curved = kernels.curved_columns(columns, curvature, self.n_threads,
-                                                  self._curved_out)
+    def _state_columns(self, state):
+        """The columns Hessian products at ``state`` read from held data: a copy of the
+        transpose restricted to the rows with curvature, made by the first call at
+        ``state`` if at most 3/4 of the rows have curvature and it fits
+        (:meth:`_copy_room`), else the transpose. On news20 a product took 11.8 ms from
+        the transpose and 8.3 ms from the copy (squared hinge, 42-48% of the rows curved),
+        7.9 and 4.4 ms at 10%; a copy costs 13-15 ms, and makes CG's vectors shorter
+        (:meth:`newton_system`). The copy is written over the last one, into arrays as
+        large as the transpose, of which it touches only what it needs. It depends on
+        the state alone, so a run resumed from a checkpoint takes its products from the
+        same columns, to the bit."""
+        if self._curved_of is not state.curvature:
+            columns = self._held[1]
+            self._curved_of, self._curved = state.curvature, columns
+            if (4 * np.count_nonzero(state.curvature) <= 3 * self.n_samples
+                    and self._copy_room(columns)):
+                self._curved = kernels.curved_columns(columns, state.curvature, self.n_threads,
+                                                      self._curved_out)
         return self._curved
 
-    @property
-    def products_at(self):
-        """Hessian products taken at the last state, which decide when the next state's
-        copy of the curved columns is made (:meth:`_curved_columns`): a checkpoint keeps
-        it, so that a run resumed at a new state takes its products from the same columns
-        as the uninterrupted one, to the bit (a copy sums its columns in other parts than
-        the transpose, and CG grows the difference). Resumed after a rejected TRON step,
-        at the state of those products, the copy comes later than it did."""
-        return self._products_at
-
-    @products_at.setter
-    def products_at(self, count):
-        self._curved_of, self._products_at = None, int(count)
+    def newton_system(self, state):
+        """The system H s = -g at ``state`` for conjugate gradient (:mod:`.system`): on
+        held wide data with a copy of the curved rows' columns (:meth:`_state_columns`), a
+        :class:`~.system.ColumnSystem` over them, else in the order of the variables (on
+        the whole transpose the columns' order saved no time: news20, logistic, Newton
+        0.54-0.55 s so, 0.62-0.64 s in the columns' order)."""
+        held = self._held_data()
+        if held is None or not self._wide:
+            return NewtonSystem(self, state)
+        columns = self._state_columns(self._check_state(state))
+        if columns is held[1]:
+            return NewtonSystem(self, state)
+        return ColumnSystem(self, state, columns)
 
     def _copy_room(self, columns):
-        """Whether there are arrays for :meth:`_curved_columns`' copies: made the first
+        """Whether there are arrays for :meth:`_state_columns`' copies: made the first
         time a quarter of the memory the process may still use holds them whole (by then
         CG's vectors are live beside the held data: news20, TRON under a 700 MB cap, peak
         319 -> 363 MB with the copy)."""
@@ -594,7 +587,7 @@ class SmoothSVMObjective:
         if held is not None:
             self.cached_sweeps += 1
             b, curvature = held[0], state.curvature
-            columns = self._curved_columns(state, held[1])
+            columns = self._state_columns(state)
             if self._wide and (columns is not held[1]
                                or 2 * np.count_nonzero(curvature) >= self.n_samples):
                 xs = kernels.column_products(columns, s, self.n_samples, self.n_threads)

@@ -1,5 +1,5 @@
-"""Solvers: they see only the objective's oracle (evaluate, hessp, hess_diag, and for the
-stochastic ones shuffled_blocks). Second order: TRON, line-search Newton, L-BFGS; full
+"""Solvers: they see only the objective's oracle (evaluate, newton_system, hessp, hess_diag,
+and for the stochastic ones shuffled_blocks). Second order: TRON, line-search Newton, L-BFGS; full
 gradient: GD, AGD; stochastic (``max_iter`` counts epochs): SGD, Pegasos, SVRG, SAGA, SDCA."""
 
 import math

@@ -93,17 +93,18 @@ def start_state(objective, w0):
     return state, zero.grad_norm
 
 
-def diag_preconditioner(objective, state, enabled):
-    """M = 0.99 I + 0.01 diag(H) / lambda (Hsia, Chiang & Lin 2018), or None (M = I) when
-    not ``enabled``.
+def diag_preconditioner(system, enabled):
+    """M = 0.99 I + 0.01 diag(H) / lambda (Hsia, Chiang & Lin 2018) of a Newton system
+    (``objective.newton_system``), or None (M = I) when not ``enabled``. (On the system's
+    rest, where H is lambda I, M is I.)
 
     Hsia et al. (and LIBLINEAR) state M for the objective scaled by 1 / lambda, whose
     Hessian is I + C X^T D X with C = 1 / (lambda n); taken on our H = lambda I + X^T D X / n
     it would be 0.99 I plus a negligible diagonal, and precondition nothing."""
     if not enabled:
         return None
-    diag = objective.hess_diag(state)
-    diag *= PRECONDITIONER_WEIGHT / objective.lam
+    diag = system.hess_diag()
+    diag *= PRECONDITIONER_WEIGHT / system.lam
     diag += 1 - PRECONDITIONER_WEIGHT
     return diag
 
@@ -139,8 +140,9 @@ def m_dot(u, v, precond, work=None):
 
 
 class PreconditionedCG:
-    """The state of preconditioned CG on H s = -g, shared by TRON and Newton: made once
-    per run for ``n`` unknowns, and :meth:`start`-ed by every solve.
+    """The state of preconditioned CG on a Newton system H s = -g
+    (``objective.newton_system``), shared by TRON and Newton: made once per run for ``n``
+    unknowns at most, and :meth:`start`-ed by every solve.
 
     ``s`` the step, ``r = -g - H s`` the residual, ``z = M^-1 r``, ``d`` the direction,
     ``ztr = z.r``; after :meth:`move`, ``sms`` = s.M s, ``sr`` = s.r and, with ``model``,
@@ -150,40 +152,75 @@ class PreconditionedCG:
     the vectors come from memory, not cache. The solves reuse the vectors: fresh ones
     cost the first touch of their pages at every solve (news20: a start took 7-8 ms so,
     3.5 ms on kept arrays), so ``s`` and ``d`` are only valid until the next start.
+
+    The vectors hold the system's columns. On its rest (:mod:`~streamssvm.objective.system`),
+    where H is lambda I and M is I, r, d and s are ``rho``, ``delta`` and ``sigma`` times
+    r_0 = -g there: CG's recurrences on three scalars, whose terms (with ||r_0||^2) the dot
+    products above include.
     """
 
     def __init__(self, n, n_parts, model=False):
         self.n_parts, self.model = n_parts, model
-        self.s, self.r, self._z, self._d, self.work = (np.empty(n) for _ in range(5))
+        self._vectors = tuple(np.empty(n) for _ in range(5))
 
-    def start(self, g, precond):
-        """Begin a solve of H s = -g preconditioned by the diagonal ``precond`` (None: M =
-        I): s = 0, r = -g, z = M^-1 r, d = z, in one sweep. Returns self."""
-        self.g, self.precond = g, precond
+    def start(self, system, precond):
+        """Begin a solve of ``system`` preconditioned by the diagonal ``precond`` (None: M
+        = I): s = 0, r = -g, z = M^-1 r, d = z, in one sweep. Returns self."""
+        n = len(system.grad)
+        self.s, self.r, self._z, self._d, self.work = (v[:n] for v in self._vectors)
+        self.system, self.g, self.precond = system, system.grad, precond
         self.z = self.r if precond is None else self._z
         self.d = self._d
-        vector.cg_start(g, precond, self.s, self.r, self.z, self.d, self.n_parts)
-        self.ztr = self._ztr_next = float(self.z @ self.r)
+        vector.cg_start(self.g, precond, self.s, self.r, self.z, self.d, self.n_parts)
+        self.rest, self.rest_lam = system.rest_norm2, system.rest_curvature
+        self.rho, self.delta, self.sigma = 1.0, 1.0, 0.0
+        self.ztr = self._ztr_next = float(self.z @ self.r) + self.rest
         self.sms = self.sr = self.sg = self.shd = self.dr = 0.0
         return self
 
+    def hessp(self):
+        """H d and d.H d."""
+        hd, dhd = self.system.hessp_quad(self.d)
+        return hd, dhd + self.rest_lam * self.delta * self.delta * self.rest
+
     def move(self, alpha, hd):
         """s += alpha d, r -= alpha H d, z = M^-1 r: one sweep."""
-        (self.sms, self._ztr_next, self.sr, self.sg, self.shd,
-         self.dr) = vector.cg_move(
+        sms, zr, sr, sg, shd, dr = (float(v) for v in vector.cg_move(
             alpha, self.d, hd, self.s, self.r, self.precond, self.z,
-            self.g if self.model else None, self.n_parts)
+            self.g if self.model else None, self.n_parts))
+        if self.rest:
+            rest, delta = self.rest, self.delta
+            shd += self.sigma * self.rest_lam * delta * rest
+            dr += delta * self.rho * rest
+            self.sigma += alpha * delta
+            self.rho -= alpha * self.rest_lam * delta
+            sms += self.sigma * self.sigma * rest
+            zr += self.rho * self.rho * rest
+            sr += self.sigma * self.rho * rest
+            if self.model:
+                sg -= self.sigma * rest
+        self.sms, self._ztr_next, self.sr, self.sg, self.shd, self.dr = sms, zr, sr, sg, shd, dr
 
     def next_direction(self, out=None):
         """d = z + (z.r / previous z.r) d: one sweep, in place or into ``out``, which
         becomes d (the previous d is then left as it was)."""
         out = self.d if out is None else out
-        vector.cg_direction(self._ztr_next / self.ztr, self.z, self.d, out, self.n_parts)
+        beta = self._ztr_next / self.ztr
+        vector.cg_direction(beta, self.z, self.d, out, self.n_parts)
+        self.delta = self.rho + beta * self.delta
         self.d = out
         self.ztr = self._ztr_next
 
-    def m_dot(self, u, v):
-        return m_dot(u, v, self.precond, self.work)
+    def m_dots(self):
+        """s.M d and d.M d."""
+        rest, delta = self.rest, self.delta
+        return (m_dot(self.s, self.d, self.precond, self.work) + self.sigma * delta * rest,
+                m_dot(self.d, self.d, self.precond, self.work) + delta * delta * rest)
+
+    def step(self, direction=False):
+        """The step s (or the direction d) as a vector of the variables."""
+        return (self.system.step(self.d, self.delta) if direction
+                else self.system.step(self.s, self.sigma))
 
 
 class Run:
@@ -209,7 +246,6 @@ class Run:
         if saved is not None:
             meta, arrays = saved
             self.state = objective.evaluate(arrays["w"])
-            objective.products_at = meta.get("products_at", 0)
             self.threshold = meta["threshold"]
             self.iteration, self.history = meta["iteration"], meta["history"]
             objective.passes += meta["passes"]
@@ -232,8 +268,7 @@ class Run:
         if self.checkpoint is not None:
             self.checkpoint.save(dict(iteration=self.iteration, history=self.history,
                                       passes=self.objective.passes, threshold=self.threshold,
-                                      seconds=time.perf_counter() - self.start, solver=scalars,
-                                      products_at=self.objective.products_at),
+                                      seconds=time.perf_counter() - self.start, solver=scalars),
                                  {"w": self.state.w}, force=force)
 
     @property

@@ -24,28 +24,29 @@ import numpy as np
 from .common import (OVERFLOW, PreconditionedCG, Run, check_seed, diag_preconditioner,
                      line_search)
 
-def _newton_cg(objective, state, precond, eps_cg, cg):
-    """Preconditioned CG on H s = -g, stopped when the quadratic model's decrease stalls:
-    j (Q_j - Q_{j-1}) >= cgtol Q_j with cgtol = min(eps_cg, sqrt(||g / lambda||_{M^-1})).
+def _newton_cg(system, precond, eps_cg, cg):
+    """Preconditioned CG on a Newton system H s = -g (``objective.newton_system``), stopped
+    when the quadratic model's decrease stalls: j (Q_j - Q_{j-1}) >= cgtol Q_j with
+    cgtol = min(eps_cg, sqrt(||g / lambda||_{M^-1})).
 
     LIBLINEAR takes sqrt(||g||_{M^-1}) on the objective scaled by 1 / lambda; on ours the
     gradient is lambda times smaller, and the tolerance would shrink with lambda (news20,
     lambda 1e-5: 44 CG steps against LIBLINEAR's 31 to the same eps). ``cg``: a
-    PreconditionedCG with ``model``, started here. The step is None if a product
-    overflowed."""
-    g, d = state.grad, cg.start(state.grad, precond).d
-    cgtol = min(eps_cg, np.sqrt(np.sqrt(cg.ztr) / objective.lam))
+    PreconditionedCG with ``model``, started here. The step (a vector of the variables)
+    is None if a product overflowed."""
+    cg.start(system, precond)
+    cgtol = min(eps_cg, np.sqrt(np.sqrt(cg.ztr) / system.lam))
     q_prev = 0.0
     steps = 0
-    while steps < max(len(g), 5):
+    while steps < max(system.n_variables, 5):
         steps += 1
-        hd, dhd = objective.hessp_quad(state, d)
+        hd, dhd = cg.hessp()
         if not np.isfinite(dhd):
             return None, steps
         if dhd <= 1e-16 * cg.ztr:  # d (nearly) where H is 0: an unregularised intercept's
             # direction when no row is curved (relative: small lambda); with no step yet, d
             # itself, for the line search to scale (s = 0 stopped the run where it began)
-            return (cg.d if steps == 1 else cg.s), steps
+            return cg.step(direction=steps == 1), steps
         cg.move(cg.ztr / dhd, hd)
         q = -0.5 * (cg.sr - cg.sg)
         q_diff = q - q_prev
@@ -53,7 +54,7 @@ def _newton_cg(objective, state, precond, eps_cg, cg):
             break
         q_prev = q
         cg.next_direction()
-    return cg.s, steps
+    return cg.step(), steps
 
 
 def newton(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=1000,
@@ -97,8 +98,8 @@ def newton(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_
         state = run.state
         curved = (objective.subsampled(state, hessian_sample, rng)
                   if hessian_sample is not None else state)
-        precond = diag_preconditioner(objective, curved, preconditioner)
-        s, steps = _newton_cg(objective, curved, precond, eps_cg, cg)
+        system = objective.newton_system(curved)
+        s, steps = _newton_cg(system, diag_preconditioner(system, preconditioner), eps_cg, cg)
         if s is None:
             run.message = OVERFLOW
             break

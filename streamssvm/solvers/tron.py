@@ -6,7 +6,8 @@ rejected step when the last solve's steps were kept: ``reuse_cg``), then the tri
 is evaluated with ``objective.evaluate(w + s)``, whose state becomes the current one if
 the step is accepted (its gradient and curvature are then already there, so an accepted
 iteration costs ``1 + cg_steps`` passes). With a preconditioner, ``objective.hess_diag``
-adds one pass per accepted iteration. With ``backtrack``, a rejected trial is followed by a
+adds one pass at each point CG starts from. CG solves the point's
+``objective.newton_system``. With ``backtrack``, a rejected trial is followed by a
 backtracking step (one pass).
 
 The radius follows LIBLINEAR's rule (Lin, Weng & Keerthi 2008, eq. 10, whose constants the
@@ -104,29 +105,32 @@ class _CGPath:
         return s, float(sr + tau * (dr - shd) - tau * tau * dhd)
 
 
-def _trust_region_cg(objective, state, precond, delta, forcing, cg, path=None):
-    """Steihaug-Toint CG on the model g.s + s.H.s / 2 within ||s||_M <= delta, by ``cg``
-    (a PreconditionedCG, started here).
+def _trust_region_cg(system, precond, delta, forcing, cg, path=None):
+    """Steihaug-Toint CG on the model g.s + s.H.s / 2 of a Newton system
+    (``objective.newton_system``) within ||s||_M <= delta, by ``cg`` (a
+    PreconditionedCG, started here).
 
-    Returns the step, s.r for the residual r = -g - H s, the CG steps taken and whether
-    the step reached the boundary. Stops when ||r||_{M^-1} <= forcing * ||g||_{M^-1}.
-    ``precond`` None is M = I. The steps are kept in ``path`` (a :class:`_CGPath`) if
-    given.
+    Returns the step (a vector of the variables), s.r for the residual r = -g - H s,
+    ||s||_M^2, the CG steps taken and whether the step reached the boundary. Stops when
+    ||r||_{M^-1} <= forcing * ||g||_{M^-1}. ``precond`` None is M = I. The steps are kept
+    in ``path`` (a :class:`_CGPath`) if given.
     """
-    cg.start(state.grad, precond)
+    cg.start(system, precond)
     if path is not None:
-        path.reset(state)
-    s = cg.s
+        path.reset(system.state)
     cgtol = forcing * np.sqrt(cg.ztr)
     steps = 0
-    while steps < max(len(s), 5) and np.sqrt(cg.ztr) > cgtol:
+    on_boundary = False
+    while steps < max(system.n_variables, 5) and np.sqrt(cg.ztr) > cgtol:
         steps += 1
         d = cg.d
-        hd, dhd = objective.hessp_quad(state, d)
+        hd, dhd = cg.hessp()
         if dhd <= 0.0:  # no curvature along d (an unregularised intercept's, no row curved):
             # the model falls along d to the boundary (Steihaug; a division by 0 before)
-            cg.move(_to_boundary(cg.m_dot(s, d), cg.sms, cg.m_dot(d, d), delta), hd)
-            return s, float(s @ cg.r), steps, True
+            std, dtd = cg.m_dots()
+            cg.move(_to_boundary(std, cg.sms, dtd, delta), hd)
+            on_boundary = True
+            break
         alpha = cg.ztr / dhd
         start_sr = cg.sr
         cg.move(alpha, hd)
@@ -134,10 +138,12 @@ def _trust_region_cg(objective, state, precond, delta, forcing, cg, path=None):
             path.record(d, alpha, cg, dhd, start_sr)
         if np.sqrt(cg.sms) > delta:
             cg.move(-alpha, hd)  # back inside, then along d to the boundary
-            cg.move(_to_boundary(cg.m_dot(s, d), cg.sms, cg.m_dot(d, d), delta), hd)
-            return s, float(s @ cg.r), steps, True
+            std, dtd = cg.m_dots()
+            cg.move(_to_boundary(std, cg.sms, dtd, delta), hd)
+            on_boundary = True
+            break
         cg.next_direction(path.spare() if path is not None else None)
-    return s, float(s @ cg.r), steps, False
+    return cg.step(), cg.sr, cg.sms, steps, on_boundary
 
 
 def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=1000,
@@ -202,28 +208,33 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         raise ValueError(f"kappa must be a positive number, got {kappa}")
     run = Run("tron", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress,
               checkpoint, max_seconds)
-    precond = diag_preconditioner(objective, run.state, preconditioner)
-    g = run.state.grad
+    system = objective.newton_system(run.state)
+    precond = diag_preconditioner(system, preconditioner)
     delta = run.resumed.get("delta")
     if delta is None:
-        delta = np.sqrt(float(g @ (g if precond is None else g / precond)))
+        g = system.grad
+        delta = np.sqrt(float(g @ (g if precond is None else g / precond)) + system.rest_norm2)
         run.history[0]["delta"] = delta  # the start's record gets the initial radius too
-    path = (_CGPath(len(g), available_memory_bytes() // 8)
-            if reuse_cg and not backtrack else None)
-    cg = PreconditionedCG(len(g), objective.n_threads)
+    n = objective.n_variables
+    path = _CGPath(n, available_memory_bytes() // 8) if reuse_cg and not backtrack else None
+    cg = PreconditionedCG(n, objective.n_threads)
     while run.going():
         state = run.state
+        if system.state is not state:
+            system = objective.newton_system(state)
+            precond = diag_preconditioner(system, preconditioner)
         kept = (path.step_within(delta, precond)
                 if path is not None and path.state is state else None)
         if kept is not None:
             (s, sr), steps, on_boundary = kept, 0, True
+            sms = m_dot(s, s, precond)
         else:
             xi_t = xi if forcing == "constant" else min(xi, kappa * state.grad_norm)
             keep = path is not None and objective.hessp_reads_file(state)
             if path is not None and not keep:
                 path.reset()  # products from memory: no path (nor an old state) is kept
-            s, sr, steps, on_boundary = _trust_region_cg(objective, state, precond, delta,
-                                                          xi_t, cg, path if keep else None)
+            s, sr, sms, steps, on_boundary = _trust_region_cg(system, precond, delta, xi_t,
+                                                               cg, path if keep else None)
         gs = float(state.grad @ s)
         predicted = -0.5 * (gs - sr)
         if not np.isfinite(predicted):  # else every test below is False: rejected forever
@@ -231,7 +242,7 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
             break
         trial = objective.evaluate(state.w + s)
         actual = state.f - trial.f
-        snorm = np.sqrt(m_dot(s, s, precond))
+        snorm = np.sqrt(sms)
         if run.iteration == 0:
             delta = min(delta, snorm)
         denom = trial.f - state.f - gs
@@ -254,7 +265,6 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
                 accepted, delta = True, step * snorm
         if accepted:
             run.accept(trial)
-            precond = diag_preconditioner(objective, trial, preconditioner)
         run.record(steps, accepted, delta=delta, **(dict(step=step) if backtrack else {}))
         run.save(delta=delta)
         if run.converged:

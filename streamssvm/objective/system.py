@@ -1,0 +1,86 @@
+"""The Newton system H s = -g at a state, as conjugate gradient solves it (TRON, Newton).
+
+A Hessian product on held wide data reads a copy of the columns restricted to the rows
+with curvature (``SmoothSVMObjective._state_columns``). Every column j without an entry
+there has H e_j = lambda e_j: it is decoupled from the others, and CG's residual,
+direction and step there stay multiples of g's part on those columns (the "rest"), which :class:`~streamssvm.solvers.common.PreconditionedCG` carries as three
+scalars. So a :class:`ColumnSystem`'s vectors hold only the copy's columns with entries,
+in the order the column kernels read them (``compact``: in sequence, without the column
+numbers). On news20 (squared hinge, 50-60% of the columns in the rows with curvature) a
+CG step took 7.0-7.3 ms so against 9.3-10.4 ms in the order of the variables (a probe,
+the machine shared), and Newton and TRON runs 6-14% less time.
+"""
+
+import numpy as np
+
+from .. import kernels
+
+
+class NewtonSystem:
+    """H s = -g at ``state`` in the order of the variables: ``grad`` is the state's
+    gradient, products are the objective's ``hessp_quad`` and ``hess_diag``, and there is
+    no rest (``rest_norm2`` = 0)."""
+
+    rest_norm2 = 0.0
+
+    def __init__(self, objective, state):
+        self.objective, self.state, self.lam = objective, state, objective.lam
+        self.n_variables = objective.n_variables
+        self.grad = state.grad
+        self.rest_curvature = self.lam
+
+    def hessp_quad(self, d):
+        """H d and d.H d (the rest's part left out)."""
+        return self.objective.hessp_quad(self.state, d)
+
+    def hess_diag(self):
+        return self.objective.hess_diag(self.state)
+
+    def step(self, s, rest):
+        """The vector of the variables whose system part is ``s`` and whose rest is
+        ``rest`` times -g there."""
+        return s
+
+
+class ColumnSystem(NewtonSystem):
+    """H s = -g at ``state`` over the columns of ``columns`` (the held transpose, or its
+    copy on the rows with curvature) that hold entries, in their order
+    (:func:`~streamssvm.kernels.column_order`), the intercept last; the empty columns are
+    the rest, on which H is ``rest_curvature`` times the identity."""
+
+    def __init__(self, objective, state, columns):
+        super().__init__(objective, state)
+        self.columns = columns
+        order = kernels.column_order(columns)
+        self.bias = objective.bias
+        if self.bias:
+            order = np.append(order, objective.n_features)
+        self.order = order
+        g = state.grad
+        self.grad = g[order]
+        rest = g[columns[-1]]
+        self.rest_norm2 = float(rest @ rest)
+        self.rest_curvature, self._scale, _ = objective._combination(objective.lam)
+
+    def _sums(self, v, squared, x):
+        objective = self.objective
+        objective.cached_sweeps += 1
+        out = np.empty(len(self.order))
+        dot = kernels.column_sums(self.columns, v, squared, self.bias, x, self.rest_curvature,
+                                  self._scale, objective.n_threads, out, True)
+        return out, dot
+
+    def hessp_quad(self, d):
+        xd = kernels.column_products(self.columns, d, self.objective.n_samples,
+                                     self.objective.n_threads, True)
+        if self.bias:
+            xd += self.bias * d[-1]
+        return self._sums(self.state.curvature * xd, False, d)
+
+    def hess_diag(self):
+        return self._sums(self.state.curvature, True, np.broadcast_to(1.0, len(self.order)))[0]
+
+    def step(self, s, rest):
+        full = np.multiply(self.state.grad, -rest)
+        full[self.order] = s
+        return full
