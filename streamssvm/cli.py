@@ -23,6 +23,7 @@ from ._atomic import NO_ROOM, atomic_output, check_output
 from .data.store import Store, StoreError
 from .data.svmlight import SvmlightFormatError
 from .solvers import SOLVERS
+from .solvers.sgd import check_eta0
 
 # ValueError: what the library raises on bad arguments or inputs (its messages say which);
 # FloatingPointError: a run that diverged (its message says which step to lower)
@@ -320,11 +321,9 @@ def _solver_options(args):
     options = {name: getattr(args, name) for name in SOLVER_FLAGS
                if getattr(args, name) is not None}
     if "step" in options and args.solver in ("sgd", "auto"):  # auto picks no saga or svrg
-        if options.get("learning_rate", "optimal") == "optimal":
-            raise ValueError("--step is sgd's eta0, which its --learning-rate optimal (the "
-                             "default) does not use: give --learning-rate constant or "
-                             "invscaling")
         options["eta0"] = options.pop("step")
+        # train_stream refuses it for sgd, but auto drops it
+        check_eta0(options.get("learning_rate", "optimal"), options["eta0"])
     if args.solver == "auto":
         return options
     accepted = inspect.signature(SOLVERS[args.solver]).parameters

@@ -2,6 +2,7 @@
 never go up, SGD is reproducible from its seed, streamed and in-memory runs agree, SDCA's
 duality gap closes for every loss with a conjugate, incremental training resumes exactly."""
 
+import json
 import os
 import signal
 import subprocess
@@ -648,8 +649,9 @@ def test_cli_passes_auto_the_options_given(data, tmp_path, loss, rows, given, ex
     (["--solver", "sgd", "--learning-rate", "constant", "--step", "0"],
      "eta0 must be positive for 'constant', got 0.0"),
     # sgd's default schedule takes no eta0, with sgd or auto
-    (["--solver", "sgd", "--step", "0.1"], "--learning-rate constant or invscaling"),
-    (["--solver", "auto", "--step", "0.1"], "--learning-rate constant or invscaling"),
+    (["--solver", "sgd", "--step", "0.1"], "eta0 (--step) is the step of the learning_rate "
+                                           "schedules 'constant' and 'invscaling'; 'optimal'"),
+    (["--solver", "auto", "--step", "0.1"], "eta0 (--step) is the step of the learning_rate"),
     (["--checkpoint-every", "5"], "--checkpoint-every needs --checkpoint FILE"),
 ])
 def test_cli_refuses_options_the_solver_does_not_take(data, tmp_path, capsys, given, message):
@@ -1079,6 +1081,37 @@ def test_sgd_schedules_refuse_what_would_divide_by_zero_or_diverge():
     with pytest.raises(FloatingPointError, match="svrg diverged.*lower the step size"):
         streamssvm.train_stream(X, y, loss="exponential", solver="svrg", step=10.0, lam=1e-3,
                                 max_iter=5, progress=False)
+
+
+def test_an_eta0_its_schedule_does_not_use_is_refused(tmp_path):
+    """train_stream(solver="sgd", eta0=...) ran the optimal schedule (the default) without
+    it, as OnlineTrainer did; the command line refused --step there. Left out, eta0 is
+    accepted with any schedule, also from a trainer's state saved with its old default."""
+    X, y = _small_problem()
+    message = (r"^eta0 \(--step\) is the step of the learning_rate schedules 'constant' and "
+               r"'invscaling'; '{}' takes none: leave eta0 out, or choose one of them$")
+    for options in (dict(), dict(learning_rate="optimal")):
+        with pytest.raises(ValueError, match=message.format("optimal")):
+            streamssvm.train_stream(X, y, solver="sgd", eta0=0.5, progress=False, **options)
+    with pytest.raises(ValueError, match=message.format("optimal")):
+        streamssvm.OnlineTrainer(eta0=0.5)
+    with pytest.raises(ValueError, match=message.format("pegasos")):
+        streamssvm.OnlineTrainer(solver="pegasos", eta0=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for schedule in ("optimal", "constant"):
+            model = streamssvm.train_stream(X, y, solver="sgd", learning_rate=schedule,
+                                            max_iter=2, progress=False)
+            assert model.params["learning_rate"] == schedule
+    trainer = streamssvm.OnlineTrainer(seed=1).partial_fit(X, y)
+    trainer.save(tmp_path / "state.npz")
+    with np.load(tmp_path / "state.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(str(arrays["meta"]))
+    meta["options"]["eta0"] = 0.01  # as saved before eta0 defaulted to None
+    np.savez(tmp_path / "old.npz", **dict(arrays, meta=json.dumps(meta)))
+    resumed = streamssvm.OnlineTrainer.load(tmp_path / "old.npz").partial_fit(X, y)
+    assert np.array_equal(resumed.model().coef_, trainer.partial_fit(X, y).model().coef_)
 
 
 @pytest.mark.parametrize("solver", ["saga", "svrg"])
