@@ -15,6 +15,7 @@ from .objective.smooth_svm import NO_ROW_WEIGHTS
 from .losses import get_loss
 from .solvers import HESSIAN_PRODUCTS, SOLVERS, STOCHASTIC, choose_solver
 from .solvers.checkpoint import Checkpoint
+from .solvers.common import check_w0
 
 
 @contextlib.contextmanager
@@ -86,7 +87,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     fit_intercept : bool
         Learn an unregularised intercept (a constant feature of value ``intercept_scaling``).
     w0 : array of shape (n_variables,), optional
-        Warm start.
+        Warm start (NaN or infinite values are refused before the data is opened).
     sigma_path : sequence of float
         Continuation for a small sigma: solve at each of these widths first (decreasing,
         all larger than ``sigma``; to the same tolerance and ``max_iter``), each
@@ -135,6 +136,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     -------
     Model
     """
+    if w0 is not None:  # before the data is opened
+        w0 = check_w0(w0)
     if not isinstance(sigma_path, (list, tuple, np.ndarray)):
         raise ValueError(f"sigma_path must be a sequence of widths, got {sigma_path!r}")
     stages = []
@@ -204,8 +207,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
                                         if k != "max_seconds"},
                                weights=None if objective.sample_weight is None
                                else digest([objective.sample_weight]),
-                               w0=None if w0 is None
-                               else digest([np.asarray(w0, dtype=np.float64)]))
+                               w0=None if w0 is None else digest([w0]))
                 saved = Checkpoint(checkpoint, checkpoint_every, problem,
                                    held=lambda: objective.holds_data)
                 recorded = saved.recorded_hold()

@@ -14,6 +14,7 @@ import numpy as np
 from .api import open_source, train_stream
 from .data import OneVsRestView
 from .model import Model
+from .solvers.common import check_w0
 
 # per-class results of a one-vs-rest model's params (the others are shared by all classes)
 PER_CLASS_KEYS = ("converged", "message", "n_iter", "passes", "cached_sweeps", "seconds",
@@ -81,7 +82,7 @@ def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0
         Row weights c_i as in ``train_stream`` (LIBLINEAR's C_i = c_i / (lam n)); "balanced"
         class weights count them (a class's count is its rows' sum of weights).
     w0 : array of shape (n_variables,), or (n_classes, n_variables) for k > 2, optional
-        Warm start.
+        Warm start (NaN or infinite values are refused before any class is trained).
     **train_options
         Passed to ``train_stream`` for every problem (loss, sigma, lam, solver, tol ...);
         ``checkpoint`` and ``client`` only with two classes, ``client`` without weights.
@@ -91,6 +92,8 @@ def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0
     Model
         Binary, or with one row of ``coef_`` per class.
     """
+    if w0 is not None:  # every class's, before the first class is trained
+        w0 = check_w0(w0)
     if class_weight is not None and train_options.get("client") is not None:
         raise ValueError("class weights (class_weight) are not supported across Dask workers: "
                          "train without them, or without a client")

@@ -311,6 +311,18 @@ def test_store_training_equals_in_memory_and_model_round_trip(tmp_path, digits):
     assert again.params["n_iter"] == 0
 
 
+def test_one_vs_rest_refuses_a_non_finite_w0_before_training(rng, capsys):
+    """A NaN or infinite warm start of class c was refused, without its place, only once
+    the classes before it were trained."""
+    X = rng.standard_normal((60, 4))
+    y = np.argmax(X[:, :3], axis=1)
+    w0 = np.zeros((3, 4))
+    w0[2, 1] = np.inf
+    with pytest.raises(ValueError, match=r"^w0\[2, 1\] is inf: a warm start must hold finite"):
+        train_one_vs_rest(X, y, w0=w0, progress=True)
+    assert capsys.readouterr().err == ""  # no class was trained: no bar was drawn
+
+
 def test_model_docstring_names_the_keys_one_vs_rest_writes(rng):
     """It named "classes" and "class" for "per_class" and "label" (found by a probe)."""
     X = rng.standard_normal((60, 4))

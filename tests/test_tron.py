@@ -466,15 +466,21 @@ NON_FINITE_SOLVERS = ["tron", "newton", "lbfgs", "gd", "agd", "sgd", "pegasos", 
 def test_a_non_finite_start_is_refused(solver):
     """A NaN or infinite w0 made TRON reject steps forever (every test compared with NaN)
     and the others end at a model that cannot be built; values so large that the
-    gradient at 0 overflows made the threshold infinite, and a run "converged" at 0."""
+    gradient at 0 overflows made the threshold infinite, and a run "converged" at 0. The
+    error names w0's first bad entry, from train_stream and from the solver itself."""
     from streamssvm import train_stream
+    from streamssvm.solvers import SOLVERS
 
     X = sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.5, -1.0]]))
     y = np.array([1, -1, 1, -1])
-    for bad in (np.nan, np.inf):
-        with pytest.raises(ValueError, match="w0 holds NaN or infinite values"):
+    for bad in (np.nan, -np.inf):
+        message = rf"^w0\[1\] is {bad}: a warm start must hold finite values$"
+        with pytest.raises(ValueError, match=message):
             train_stream(X, y, solver=solver, lam=1e-3, max_iter=5, progress=False,
-                         w0=np.array([bad, 0.0]))
+                         w0=np.array([0.0, bad]))
+        with pytest.raises(ValueError, match=message):
+            SOLVERS[solver](SmoothSVMObjective(InMemorySource(X, y), "psi_g", 1e-3),
+                            w0=[0.0, bad])
     with pytest.raises(ValueError, match="not finite.*too large for the loss; scale them"):
         train_stream(X * 1e160, y, solver=solver, lam=1e-3, max_iter=5, progress=False)
 

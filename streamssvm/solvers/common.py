@@ -75,14 +75,23 @@ def check_max_seconds(max_seconds):
 OVERFLOW = "a Hessian product is not finite (the feature values are too large: scale them)"
 
 
+def check_w0(w0):
+    """The warm start ``w0`` (of any shape) as a new float64 array; one holding NaN or
+    infinite values is refused, naming its first such entry."""
+    w = np.array(w0, dtype=np.float64)
+    bad = np.argwhere(~np.isfinite(w))
+    if len(bad):
+        raise ValueError(f"w0[{', '.join(map(str, bad[0]))}] is {w[tuple(bad[0])]}: a warm "
+                         f"start must hold finite values")
+    return w
+
+
 def start_state(objective, w0):
     """The state at the start point ``w0`` (zeros if None) and ||grad L(0)||. Refuses a
-    ``w0`` holding NaN or infinite values, and a start where L or its gradient is not
-    finite (feature values so large that the loss overflows): the solvers' tests would
-    compare with NaN, and TRON would reject steps forever."""
-    w = np.zeros(objective.n_variables) if w0 is None else np.array(w0, dtype=np.float64)
-    if not np.all(np.isfinite(w)):
-        raise ValueError("w0 holds NaN or infinite values")
+    ``w0`` holding NaN or infinite values (:func:`check_w0`), and a start where L or its
+    gradient is not finite (feature values so large that the loss overflows): the
+    solvers' tests would compare with NaN, and TRON would reject steps forever."""
+    w = np.zeros(objective.n_variables) if w0 is None else check_w0(w0)
     state = objective.evaluate(w)
     zero = objective.evaluate(np.zeros_like(w)) if np.any(w) else state
     for point, at in ((zero, "w = 0"), (state, "w0")):
