@@ -97,8 +97,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
         stopped twice as close to the optimal objective, in about the same time.
     n_threads : int, optional
         Kernel threads (default all cores numba sees).
-    progress : bool
-        tqdm bars.
+    progress : bool or str
+        tqdm bars (a str: the solver's label, before its name).
     sample_weight : array of shape (n_samples,), optional
         The row weights c_i >= 0 (default 1): LIBLINEAR's per-row C_i = c_i / (lam n).
         Not with the stochastic solvers. Class weights: see ``train_one_vs_rest``.

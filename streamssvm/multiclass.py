@@ -123,12 +123,15 @@ def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0
         if w0 is not None and np.shape(w0)[0] != k:
             raise ValueError(f"w0 has shape {np.shape(w0)}, expected ({k}, n_variables)")
         models = []
-        for c in range(k):
+        progress = train_options.pop("progress", True)
+        for c, label in enumerate(source.classes):
             rows = sample_weight
             if weights is not None:
                 rows = np.where(labels == c, weights[c], 1.0) * base
             models.append(train_stream(OneVsRestView(source, c), sample_weight=rows,
-                                       w0=None if w0 is None else w0[c], **train_options))
+                                       w0=None if w0 is None else w0[c],
+                                       progress=progress and f"class {label:g} ({c + 1}/{k})",
+                                       **train_options))
         return _stacked(models, source.classes)
 
 

@@ -323,6 +323,16 @@ def test_one_vs_rest_refuses_a_non_finite_w0_before_training(rng, capsys):
     assert capsys.readouterr().err == ""  # no class was trained: no bar was drawn
 
 
+def test_one_vs_rest_bars_name_their_class(rng, capsys):
+    """Each class's bar was labelled "tron" only: k bars that did not say whose they were."""
+    X = rng.standard_normal((80, 4))
+    y = np.array(LABELS)[np.argmax(X, axis=1)]
+    train_one_vs_rest(X, y, lam=1e-2, progress=True)
+    err = capsys.readouterr().err
+    for i, label in enumerate(sorted(LABELS)):
+        assert f"\rclass {label:g} ({i + 1}/4): tron: " in err, err
+
+
 def test_model_docstring_names_the_keys_one_vs_rest_writes(rng):
     """It named "classes" and "class" for "per_class" and "label" (found by a probe)."""
     X = rng.standard_normal((60, 4))

@@ -232,6 +232,12 @@ class PreconditionedCG:
                 else self.system.step(self.s, self.sigma))
 
 
+def bar_label(name, progress):
+    """The label of solver ``name``'s bar: its name, after ``progress`` when that is a str
+    (one-vs-rest's "class 3 (2/20)")."""
+    return f"{progress}: {name}" if isinstance(progress, str) else name
+
+
 class Run:
     """Book-keeping of a second-order or full-gradient solver: start point, stopping
     threshold, history, progress bar, checkpoints and the final result. ``run.state`` is
@@ -268,7 +274,7 @@ class Run:
             self.history = []
             self.iteration = 0
             self.record(0, True)
-        self.bar = progress_bar(progress, unit="it", desc=name)
+        self.bar = progress_bar(progress, unit="it", desc=bar_label(name, progress))
 
     def save(self, force=False, **scalars):
         """Checkpoint the current point, the history and the solver's ``scalars`` (if a

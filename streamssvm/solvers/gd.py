@@ -33,7 +33,7 @@ def gd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter
     tol, abs_tol, liblinear_tol, max_iter
         Stopping rule, as for :func:`~streamssvm.solvers.tron`.
     max_seconds : float, optional
-    progress : bool
+    progress : bool or str
     checkpoint : Checkpoint, optional
         As for :func:`~streamssvm.solvers.tron`.
 

@@ -50,7 +50,7 @@ def lbfgs(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_i
     memory : int
         Number of (s, y) pairs kept.
     max_seconds : float, optional
-    progress : bool
+    progress : bool or str
 
     Returns
     -------

@@ -78,7 +78,7 @@ def newton(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_
         memory; the gradient and the line search use all rows.
     seed : int
     max_seconds : float, optional
-    progress : bool
+    progress : bool or str
     checkpoint : Checkpoint, optional
         As for :func:`~streamssvm.solvers.tron`.
 

@@ -125,7 +125,7 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     max_seconds : float, optional
     memory_limit : int, optional
         Bytes above which the dual variables go to a temporary file.
-    progress : bool
+    progress : bool or str
     checkpoint : Checkpoint, optional
         As for :func:`~streamssvm.solvers.sgd`.
 

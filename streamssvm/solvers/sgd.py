@@ -267,7 +267,7 @@ def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
     eval_every : int
         Evaluate the objective (one pass) every this many epochs; 0: only at the end.
     max_seconds : float, optional
-    progress : bool
+    progress : bool or str
     checkpoint : Checkpoint, optional
         Resume from it if its file exists; write it at the ends of epochs (see
         :mod:`~streamssvm.solvers.checkpoint`).

@@ -20,8 +20,8 @@ import numpy as np
 
 from .._memory import available_memory_bytes
 from .._progress import progress_bar
-from .common import (ConvergenceWarning, SolverResult, check_max_seconds, check_seed,
-                     start_state, stopping_threshold)
+from .common import (ConvergenceWarning, SolverResult, bar_label, check_max_seconds,
+                     check_seed, start_state, stopping_threshold)
 
 
 def per_sample_array(n, memory_limit=None):
@@ -124,7 +124,7 @@ class EpochRun:
                 self._start = start()
                 self._record(passes=passes + 1)
         self.bar = progress_bar(progress, total=max_iter, initial=self.epoch, unit="epoch",
-                                desc=name)
+                                desc=bar_label(name, progress))
 
     def started(self):
         """Take the start state (the stopping threshold, f and ||grad|| at the start in the

@@ -190,8 +190,8 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         no region twice.
     max_seconds : float, optional
         Also stop after this long (checked between iterations).
-    progress : bool
-        A tqdm bar over iterations.
+    progress : bool or str
+        A tqdm bar over iterations (a str: its label, before the solver's name).
     checkpoint : Checkpoint, optional
         Resume from it if its file exists; write it as iterations end (see
         :mod:`~streamssvm.solvers.checkpoint`).
