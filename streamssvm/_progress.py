@@ -6,7 +6,10 @@ killed) would block the parent's next bar for good. So no bar is made unless ask
 Their figures go in with ``set_postfix(..., refresh=False)``: drawn at the bar's pace.
 """
 
+import contextlib
+import contextvars
 import sys
+import weakref
 
 
 class _NoBar:
@@ -35,13 +38,38 @@ def _options(options):
     return options
 
 
+# the bars made under closing_bars() in this thread (None outside it)
+_made = contextvars.ContextVar("streamssvm_bars", default=None)
+
+
+@contextlib.contextmanager
+def closing_bars():
+    """Close the bars made inside on any exit: a run interrupted or failed leaves none open
+    (its next output went on the bar's line, and the bar was drawn again when collected)."""
+    token = _made.set(weakref.WeakSet())
+    try:
+        yield
+    finally:
+        bars = list(_made.get())
+        _made.reset(token)
+        for bar in bars:
+            bar.close()  # a no-op on a closed bar
+
+
+def _made_bar(bar):
+    made = _made.get()
+    if made is not None:
+        made.add(bar)
+    return bar
+
+
 def progress_bar(enabled, **options):
     """A ``tqdm.auto.tqdm(**options)`` bar if ``enabled``, else one that does nothing."""
     if not enabled:
         return _NoBar()
     from tqdm.auto import tqdm
 
-    return tqdm(**_options(options))
+    return _made_bar(tqdm(**_options(options)))
 
 
 def progress_iter(iterable, enabled, **options):
@@ -50,4 +78,4 @@ def progress_iter(iterable, enabled, **options):
         return iterable
     from tqdm.auto import tqdm
 
-    return tqdm(iterable, **_options(options))
+    return _made_bar(tqdm(iterable, **_options(options)))

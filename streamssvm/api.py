@@ -6,6 +6,7 @@ import inspect
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from ._progress import closing_bars
 from .data import BlockSource, InMemorySource, Store, StoreSet
 from .data.storeset import names_stores, open_stores
 from .data.checksum import digest
@@ -98,7 +99,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     n_threads : int, optional
         Kernel threads (default all cores numba sees).
     progress : bool or str
-        tqdm bars (a str: the solver's label, before its name).
+        tqdm bars (a str: the solver's label, before its name), closed however the call
+        ends (an exception or Ctrl-C too).
     sample_weight : array of shape (n_samples,), optional
         The row weights c_i >= 0 (default 1): LIBLINEAR's per-row C_i = c_i / (lam n).
         Not with the stochastic solvers. Class weights: see ``train_one_vs_rest``.
@@ -157,7 +159,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     # BLAS serves only the solvers' vector operations here, and OpenBLAS's threads spin
     # on the cores the kernels' threads need: news20, Newton, squared hinge, 2 cores,
     # 4.4 s with them and 2.1 s without
-    with threadpool_limits(1, user_api="blas"), open_source(data, y, client) as source:
+    with threadpool_limits(1, user_api="blas"), closing_bars(), \
+            open_source(data, y, client) as source:
         chosen = solver == "auto"
         if chosen:
             solver = choose_solver(get_loss(loss, sigma), source.n_samples, source.n_features,

@@ -523,10 +523,7 @@ def main(argv=None):
             # numpy's floating-point warnings: a diverged run says so in its error
             warnings.filterwarnings("ignore", r"(overflow|invalid value|divide by zero) "
                                     r"encountered", RuntimeWarning)
-            try:
-                status = args.func(args)
-            finally:
-                _close_bars()
+            status = args.func(args)  # whose bars train_stream and convert close on any exit
         sys.stdout.flush()  # a closed pipe fails here, not at exit
         return status
     except BrokenPipeError:  # the reader of the output is gone (| head): end quietly, the
@@ -544,16 +541,6 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("streamssvm: interrupted", file=sys.stderr)
         return 130
-
-
-def _close_bars():
-    """Close the progress bars a failed or interrupted command left open (else its message
-    went on the bar's line, and the bar was drawn again at exit)."""
-    if "tqdm" in sys.modules:
-        from tqdm import tqdm
-
-        for bar in list(tqdm._instances):
-            bar.close()
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import warnings
 
 import numba
@@ -585,18 +586,52 @@ def test_cli_interrupted_closes_its_bar_first(data, tmp_path, python, python_env
     again below it at exit."""
     store = tmp_path / "a9a.h5"
     write_store(store, InMemorySource(*data))
-    run = subprocess.Popen([python, "-m", "streamssvm", "train", str(store), "-o",
-                            str(tmp_path / "m.npz"), "--solver", "gd", "--tol", "1e-14",
-                            "--max-iter", "1000000", "--lam", "1e-7"],
-                           env=python_env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    train = [python, "-m", "streamssvm", "train", str(store), "-o", str(tmp_path / "m.npz"),
+             "--solver", "gd", "--tol", "1e-14", "--lam", "1e-7"]
+    # numba's cache made first (a Ctrl-C while numba compiles becomes its RuntimeError)
+    subprocess.run([*train, "--max-iter", "2", "--quiet"], env=python_env, check=True)
+    (tmp_path / "m.npz").unlink()
+    run = subprocess.Popen([*train, "--max-iter", "1000000"], env=python_env,
+                           stderr=subprocess.PIPE, stdout=subprocess.DEVNULL)
     seen = b""
-    while b"gd: 0it" not in seen:  # the solver's loop has begun
+    while b"gd: 0it" not in seen:  # the bar is drawn ...
         seen += os.read(run.stderr.fileno(), 1024)
+    time.sleep(0.5)  # ... and made (a Ctrl-C inside tqdm's drawing leaves a bar it cannot close)
     run.send_signal(signal.SIGINT)
     err = seen + run.communicate(timeout=120)[1]
     assert run.returncode == 130
     assert err.endswith(b"]\nstreamssvm: interrupted\n"), err[-300:]
     assert not (tmp_path / "m.npz").exists()
+
+
+class _InterruptedSource(InMemorySource):
+    """Rows in blocks whose ``at``-th read raises KeyboardInterrupt: Ctrl-C mid-run."""
+
+    def __init__(self, X, y, at):
+        super().__init__(X, y, block_rows=700)
+        self.reads, self.at = 0, at
+
+    def read_range(self, first, stop):
+        self.reads += 1
+        if self.reads == self.at:
+            raise KeyboardInterrupt
+        return super().read_range(first, stop)
+
+
+@pytest.mark.parametrize("solver", ["tron", "gd", "sgd"])
+def test_an_interrupted_run_closes_its_bar(data, solver, capsys):
+    """train_stream left the bar of a run interrupted (or failed) open: the next output went
+    on its line, and it was drawn again when collected. The command line closed it."""
+    from tqdm import tqdm
+
+    source = _InterruptedSource(*data, at=15)  # in the first iterations, after the start
+    before = set(tqdm._instances)
+    try:
+        streamssvm.train_stream(source, solver=solver, hold=False, max_iter=3, progress=True)
+    except KeyboardInterrupt:  # the handler, where the run's frames are still alive
+        assert set(tqdm._instances) == before
+        assert capsys.readouterr().err.endswith("]\n")  # drawn, then closed
+    assert source.reads == 15
 
 
 def test_cli_reports_a_diverged_run_in_one_line(data, tmp_path, capsys):
