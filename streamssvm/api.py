@@ -12,7 +12,7 @@ from .data.storeset import names_stores, open_stores
 from .data.checksum import digest
 from .model import Model
 from .objective import SmoothSVMObjective
-from .objective.smooth_svm import NO_ROW_WEIGHTS
+from .objective.smooth_svm import NO_DASK_ROW_WEIGHTS, NO_ROW_WEIGHTS
 from .losses import get_loss
 from .solvers import HESSIAN_PRODUCTS, SOLVERS, STOCHASTIC, choose_solver
 from .solvers.checkpoint import Checkpoint
@@ -140,6 +140,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     """
     if w0 is not None:  # before the data is opened
         w0 = check_w0(w0)
+    if client is not None and sample_weight is not None:  # before the workers are asked
+        raise ValueError(NO_DASK_ROW_WEIGHTS)
     if not isinstance(sigma_path, (list, tuple, np.ndarray)):
         raise ValueError(f"sigma_path must be a sequence of widths, got {sigma_path!r}")
     stages = []

@@ -294,6 +294,22 @@ def test_what_cannot_run_on_workers_is_refused(a9a_stores, client, capsys):
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in capsys.readouterr().err
 
 
+def test_sample_weight_with_a_client_is_refused_before_the_workers_are_asked(a9a_stores):
+    """It was refused once the stores were sharded over the workers: with none there, the
+    run waited 60 s for one and then said so, not what was wrong."""
+    from streamssvm import train_stream
+
+    full, _ = a9a_stores
+    message = ("sample_weight is not supported across Dask workers: train without it, or "
+               "without a client")
+    with distributed.LocalCluster(n_workers=0, processes=False,
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as empty:
+            with pytest.raises(ValueError) as info:
+                train_stream(full, sample_weight=np.ones(32561), client=empty)
+    assert str(info.value) == message
+
+
 def test_one_vs_rest_with_a_client_is_refused_before_training(client, tmp_path, capsys):
     """One-vs-rest trains each class on a local view of the store: with a client it said
     "(class 0 vs rest): training with a Dask client needs stores", of a store path."""

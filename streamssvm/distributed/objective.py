@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..objective import SmoothSVMObjective
-from ..objective.smooth_svm import PointState
+from ..objective.smooth_svm import NO_DASK_ROW_WEIGHTS, PointState
 from .stores import DaskStores
 
 
@@ -53,7 +53,7 @@ class DaskObjective(SmoothSVMObjective):
         if not isinstance(source, DaskStores):
             raise TypeError(f"DaskObjective needs DaskStores, got {type(source).__name__}")
         if sample_weight is not None:
-            raise ValueError("sample_weight is not supported across Dask workers")
+            raise ValueError(NO_DASK_ROW_WEIGHTS)
         # one scatter row on the driver: it holds the workers' summed vector for _merged
         super().__init__(source, loss, lam, sigma=sigma, fit_intercept=fit_intercept,
                          intercept_scaling=intercept_scaling, n_threads=1,

@@ -63,6 +63,9 @@ MIN_VECTORS = 3
 # why shuffled_blocks refuses a weighted objective (their kernels have no row weights)
 NO_ROW_WEIGHTS = ("the stochastic solvers take no row weights (sample_weight, class_weight): "
                   "use tron, newton, lbfgs, gd or agd")
+# why train_stream with a Dask client, and DaskObjective, refuse row weights
+NO_DASK_ROW_WEIGHTS = ("sample_weight is not supported across Dask workers: train without "
+                       "it, or without a client")
 
 
 @dataclass
