@@ -130,7 +130,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
         Passed to the solver (with ``"auto"``, those the chosen one takes: SDCA's
         ``gap_tol`` is dropped when it picks Newton, say), e.g. TRON: ``forcing``, ``xi``,
         ``kappa``, ``preconditioner``, ``backtrack``; stochastic: ``seed``, ``eval_every``,
-        ``max_seconds``; SGD: ``learning_rate``, ``eta0``, ``average``; SAGA/SVRG:
+        ``max_seconds``; SGD: ``learning_rate``, ``eta0``, ``power_t``, ``average``; SAGA/SVRG:
         ``step``; SDCA: ``gap_tol``, ``inner_epochs``, ``shrinking`` (see
         :mod:`streamssvm.solvers`).
 

@@ -23,7 +23,7 @@ from ._atomic import NO_ROOM, atomic_output, check_output
 from .data.store import Store, StoreError
 from .data.svmlight import SvmlightFormatError
 from .solvers import SOLVERS
-from .solvers.sgd import check_eta0
+from .solvers.sgd import check_rate_options
 
 # ValueError: what the library raises on bad arguments or inputs (its messages say which);
 # FloatingPointError: a run that diverged (its message says which step to lower)
@@ -323,7 +323,7 @@ def _solver_options(args):
     if "step" in options and args.solver in ("sgd", "auto"):  # auto picks no saga or svrg
         options["eta0"] = options.pop("step")
         # train_stream refuses it for sgd, but auto drops it
-        check_eta0(options.get("learning_rate", "optimal"), options["eta0"])
+        check_rate_options(options.get("learning_rate", "optimal"), options["eta0"])
     if args.solver == "auto":
         return options
     accepted = inspect.signature(SOLVERS[args.solver]).parameters

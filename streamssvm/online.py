@@ -18,7 +18,7 @@ from .data import InMemorySource
 from .model import READ_ERRORS, Model, read_meta
 from .objective.smooth_svm import SmoothSVMObjective, check_threads
 from .solvers.common import check_seed
-from .solvers.sgd import (ETA0_SCHEDULES, SGDState, Schedule, check_delay, check_schedule,
+from .solvers.sgd import (RATE_OPTIONS, SGDState, Schedule, check_delay, check_schedule,
                           sgd_epoch)
 
 STATE_FORMAT = "streamssvm.online-state"
@@ -41,7 +41,8 @@ class OnlineTrainer:
     eta0 : float, optional
         The step of the "constant" and "invscaling" schedules (default 0.01); refused with
         the others.
-    power_t : float
+    power_t : float, optional
+        The exponent of the "invscaling" schedule (default 0.5); refused with the others.
     average : bool or int
         Averaged SGD, from step 1 or from step ``average``.
     project : bool, optional
@@ -59,7 +60,7 @@ class OnlineTrainer:
     """
 
     def __init__(self, loss="hinge", sigma=None, lam=1e-5, solver="sgd", learning_rate=None,
-                 eta0=None, power_t=0.5, average=False, project=None, fit_intercept=False,
+                 eta0=None, power_t=None, average=False, project=None, fit_intercept=False,
                  intercept_scaling=1.0, delay=0, seed=0, n_threads=None):
         if solver not in ("sgd", "pegasos"):
             raise ValueError(f"solver must be 'sgd' or 'pegasos', got {solver!r}")
@@ -69,7 +70,8 @@ class OnlineTrainer:
         self.options = dict(
             loss=loss if isinstance(loss, str) else loss.spec, sigma=sigma, lam=float(lam),
             solver=solver, learning_rate="pegasos" if pegasos else (learning_rate or "optimal"),
-            eta0=None if eta0 is None else float(eta0), power_t=float(power_t), average=average,
+            eta0=None if eta0 is None else float(eta0),
+            power_t=None if power_t is None else float(power_t), average=average,
             project=project, fit_intercept=bool(fit_intercept),
             intercept_scaling=float(intercept_scaling), delay=int(delay),
             seed=check_seed(seed))
@@ -189,8 +191,10 @@ class OnlineTrainer:
             if not all(isinstance(c, int) and c >= 0 for c in counts):
                 raise ValueError(f"epochs, rows_seen {counts} are not non-negative integers")
             options = meta["options"]
-            if options.get("learning_rate") not in ETA0_SCHEDULES:  # older states hold eta0
-                options["eta0"] = None  # 0.01, its old default, with any schedule: unused
+            # older states hold eta0's and power_t's old defaults with every schedule
+            for name, (_, schedules, _) in RATE_OPTIONS.items():
+                if options.get("learning_rate") not in schedules:  # unused there
+                    options[name] = None
             trainer = cls(**options, n_threads=n_threads)
             trainer.classes = tuple(classes.tolist())
             trainer.epochs, trainer.rows_seen = counts

@@ -1149,6 +1149,38 @@ def test_an_eta0_its_schedule_does_not_use_is_refused(tmp_path):
     assert np.array_equal(resumed.model().coef_, trainer.partial_fit(X, y).model().coef_)
 
 
+def test_a_power_t_its_schedule_does_not_use_is_refused(tmp_path):
+    """power_t is invscaling's exponent: train_stream and OnlineTrainer ran the other
+    schedules without it. Left out, it is accepted with any schedule (0.5 for invscaling),
+    also from a trainer's state saved with its old default."""
+    X, y = _small_problem()
+    message = (r"^power_t is the exponent of the learning_rate schedule 'invscaling'; '{}' "
+               r"takes none: leave power_t out, or choose it$")
+    for schedule in (None, "optimal", "constant"):
+        options = dict(learning_rate=schedule) if schedule else {}
+        with pytest.raises(ValueError, match=message.format(schedule or "optimal")):
+            streamssvm.train_stream(X, y, solver="sgd", power_t=0.9, progress=False, **options)
+        with pytest.raises(ValueError, match=message.format(schedule or "optimal")):
+            streamssvm.OnlineTrainer(power_t=0.9, **options)
+    with pytest.raises(ValueError, match=message.format("pegasos")):
+        streamssvm.OnlineTrainer(solver="pegasos", power_t=0.9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        runs = [streamssvm.train_stream(X, y, solver="sgd", learning_rate="invscaling",
+                                        max_iter=2, progress=False, **options).coef_
+                for options in (dict(), dict(power_t=0.5), dict(power_t=0.9))]
+    assert np.array_equal(runs[0], runs[1]) and not np.array_equal(runs[0], runs[2])
+    trainer = streamssvm.OnlineTrainer(learning_rate="constant", seed=1).partial_fit(X, y)
+    trainer.save(tmp_path / "state.npz")
+    with np.load(tmp_path / "state.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    meta = json.loads(str(arrays["meta"]))
+    meta["options"]["power_t"] = 0.5  # as saved before power_t defaulted to None
+    np.savez(tmp_path / "old.npz", **dict(arrays, meta=json.dumps(meta)))
+    resumed = streamssvm.OnlineTrainer.load(tmp_path / "old.npz").partial_fit(X, y)
+    assert np.array_equal(resumed.model().coef_, trainer.partial_fit(X, y).model().coef_)
+
+
 @pytest.mark.parametrize("solver", ["saga", "svrg"])
 @pytest.mark.parametrize("times", [1.0, 2.0])
 def test_a_step_of_one_over_lambda_or_more_is_refused(solver, times):

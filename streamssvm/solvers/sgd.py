@@ -35,8 +35,10 @@ from .stochastic import EpochRun, saved_array
 
 SCHEDULES = {"optimal": sk.OPTIMAL, "pegasos": sk.OPTIMAL, "constant": sk.CONSTANT,
              "invscaling": sk.INVSCALING}
-ETA0_SCHEDULES = ("constant", "invscaling")  # the schedules that take eta0
-DEFAULT_ETA0 = 0.01  # theirs when it is left out (None)
+# the options of some schedules: what each is, the schedules that take it, and its value
+# there when it is left out (None); refused with the others
+RATE_OPTIONS = {"eta0": ("eta0 (--step) is the step", ("constant", "invscaling"), 0.01),
+                "power_t": ("power_t is the exponent", ("invscaling",), 0.5)}
 
 
 class SGDState:
@@ -178,17 +180,21 @@ def optimal_t0(objective):
     return 1.0 / (eta1 * objective.lam)
 
 
-def check_eta0(learning_rate, eta0):
-    """Refuse an ``eta0`` given (not None) with a schedule that does not use it, or not
-    positive with one that does."""
-    if eta0 is None:
-        return
-    if learning_rate not in ETA0_SCHEDULES:
-        raise ValueError(f"eta0 (--step) is the step of the learning_rate schedules "
-                         f"{' and '.join(map(repr, ETA0_SCHEDULES))}; {learning_rate!r} takes "
-                         f"none: leave eta0 out, or choose one of them")
-    if not (np.isfinite(eta0) and eta0 > 0):
+def check_rate_options(learning_rate, eta0=None, power_t=None):
+    """Refuse an ``eta0`` or ``power_t`` given (not None) with a schedule that does not use
+    it, or out of range with one that does."""
+    for name, value in (("eta0", eta0), ("power_t", power_t)):
+        what, schedules, _ = RATE_OPTIONS[name]
+        if value is not None and learning_rate not in schedules:
+            several = len(schedules) > 1
+            raise ValueError(f"{what} of the learning_rate schedule{'s' * several} "
+                             f"{' and '.join(map(repr, schedules))}; {learning_rate!r} takes "
+                             f"none: leave {name} out, or choose "
+                             f"{'one of them' if several else 'it'}")
+    if eta0 is not None and not (np.isfinite(eta0) and eta0 > 0):
         raise ValueError(f"eta0 must be positive for {learning_rate!r}, got {eta0}")
+    if power_t is not None and not (np.isfinite(power_t) and power_t >= 0):
+        raise ValueError(f"power_t must be finite and >= 0, got {power_t}")
 
 
 def check_schedule(learning_rate, eta0, power_t, fit_intercept):
@@ -203,9 +209,7 @@ def check_schedule(learning_rate, eta0, power_t, fit_intercept):
         raise ValueError("Pegasos' rate 1 / (lam t) makes the first steps of an "
                          "unregularised intercept huge (1 / lam); use solver 'sgd' (the "
                          "optimal schedule) or fit_intercept=False (no --intercept)")
-    check_eta0(learning_rate, eta0)
-    if learning_rate == "invscaling" and not (np.isfinite(power_t) and power_t >= 0):
-        raise ValueError(f"power_t must be finite and >= 0, got {power_t}")
+    check_rate_options(learning_rate, eta0, power_t)
     return code
 
 
@@ -218,14 +222,17 @@ class Schedule:
         1 / (lam (t0 + t)) with Bottou's t0; 1 / (lam t); eta0; eta0 / t^power_t.
     eta0 : float, optional
         The step of "constant" and "invscaling" (default 0.01); refused with the others.
-    power_t : float
+    power_t : float, optional
+        The exponent of "invscaling" (default 0.5); refused with the others.
     project : bool
         Project w onto the ball of radius 1 / sqrt(lam) after each step (Pegasos).
     """
 
-    def __init__(self, objective, learning_rate="optimal", eta0=None, power_t=0.5, project=False):
+    def __init__(self, objective, learning_rate="optimal", eta0=None, power_t=None,
+                 project=False):
         self.code = check_schedule(learning_rate, eta0, power_t, bool(objective.bias))
-        self.eta0, self.power_t = float(DEFAULT_ETA0 if eta0 is None else eta0), float(power_t)
+        self.eta0, self.power_t = (float(RATE_OPTIONS[name][2] if value is None else value)
+                                   for name, value in (("eta0", eta0), ("power_t", power_t)))
         self.t0 = optimal_t0(objective) if learning_rate == "optimal" else 0.0
         self.radius = 1.0 / math.sqrt(objective.lam) if project else 0.0
 
@@ -240,7 +247,7 @@ def sgd_epoch(objective, sgd_state, schedule, rng):
 
 
 def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=20,
-        learning_rate="optimal", eta0=None, power_t=0.5, average=False, project=False, delay=0,
+        learning_rate="optimal", eta0=None, power_t=None, average=False, project=False, delay=0,
         seed=0, eval_every=1, max_seconds=None, progress=False, checkpoint=None):
     """Minimise ``objective`` by stochastic gradient descent.
 
