@@ -140,8 +140,12 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     """
     if w0 is not None:  # before the data is opened
         w0 = check_w0(w0)
-    if client is not None and sample_weight is not None:  # before the workers are asked
-        raise ValueError(NO_DASK_ROW_WEIGHTS)
+    if client is not None:  # before the workers are asked
+        if sample_weight is not None:
+            raise ValueError(NO_DASK_ROW_WEIGHTS)
+        if solver in STOCHASTIC:
+            raise ValueError(f"solver {solver!r} reads the blocks itself; with a Dask client "
+                             f"use {', '.join(s for s in SOLVERS if s not in STOCHASTIC)}")
     if not isinstance(sigma_path, (list, tuple, np.ndarray)):
         raise ValueError(f"sigma_path must be a sequence of widths, got {sigma_path!r}")
     stages = []
@@ -176,9 +180,6 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
             raise ValueError(NO_ROW_WEIGHTS)
         make_objective = SmoothSVMObjective
         if client is not None:
-            if solver in STOCHASTIC:
-                raise ValueError(f"solver {solver!r} reads the blocks itself; with a Dask client "
-                                 f"use {', '.join(s for s in SOLVERS if s not in STOCHASTIC)}")
             from .distributed import DaskObjective as make_objective
         accepted = inspect.signature(solve).parameters
         if max_iter is None:

@@ -310,6 +310,24 @@ def test_sample_weight_with_a_client_is_refused_before_the_workers_are_asked(a9a
     assert str(info.value) == message
 
 
+def test_a_stochastic_solver_with_a_client_is_refused_before_the_workers_are_asked(
+        a9a_stores):
+    """It was refused once the stores were sharded over the workers: with none there, the
+    run waited 60 s for one and then said so, not what was wrong."""
+    from streamssvm import train_stream
+    from streamssvm.solvers import STOCHASTIC
+
+    full, _ = a9a_stores
+    with distributed.LocalCluster(n_workers=0, processes=False,
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as empty:
+            for solver in STOCHASTIC:
+                with pytest.raises(ValueError) as info:
+                    train_stream(full, solver=solver, client=empty)
+                assert str(info.value) == (f"solver {solver!r} reads the blocks itself; with "
+                                           f"a Dask client use tron, newton, lbfgs, gd, agd")
+
+
 def test_one_vs_rest_with_a_client_is_refused_before_training(client, tmp_path, capsys):
     """One-vs-rest trains each class on a local view of the store: with a client it said
     "(class 0 vs rest): training with a Dask client needs stores", of a store path."""
