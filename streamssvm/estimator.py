@@ -362,7 +362,8 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
                                      and "seed" in inspect.signature(solve).parameters):
             options["seed"] = _seed(self.random_state)  # a stochastic solver, or one it may pick
         model = train_one_vs_rest(source, class_weight=class_weight, sample_weight=row_weights,
-                                  w0=self._warm_start_point(classes), **options)
+                                  w0=self._warm_start_point(classes), names=classes,
+                                  **options)
         coef = np.atleast_2d(model.coef_)
         self.classes_ = classes
         self.coef_ = coef

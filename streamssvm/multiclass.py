@@ -68,7 +68,7 @@ def class_weight_vector(class_weight, classes, class_counts):
 
 
 def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0=None,
-                      **train_options):
+                      names=None, **train_options):
     """Train on two classes (one problem) or more (one per class, against the rest).
 
     Parameters
@@ -83,6 +83,9 @@ def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0
         class weights count them (a class's count is its rows' sum of weights).
     w0 : array of shape (n_variables,), or (n_classes, n_variables) for k > 2, optional
         Warm start (NaN or infinite values are refused before any class is trained).
+    names : sequence of n_classes labels, optional
+        What each class's progress bar calls it (default its label value), e.g. the label
+        values of classes the source holds as indices.
     **train_options
         Passed to ``train_stream`` for every problem (loss, sigma, lam, solver, tol ...);
         ``checkpoint`` and ``client`` only with two classes, ``client`` without weights.
@@ -124,15 +127,20 @@ def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0
             raise ValueError(f"w0 has shape {np.shape(w0)}, expected ({k}, n_variables)")
         models = []
         progress = train_options.pop("progress", True)
-        for c, label in enumerate(source.classes):
+        for c, name in enumerate(source.classes if names is None else names):
             rows = sample_weight
             if weights is not None:
                 rows = np.where(labels == c, weights[c], 1.0) * base
             models.append(train_stream(OneVsRestView(source, c), sample_weight=rows,
                                        w0=None if w0 is None else w0[c],
-                                       progress=progress and f"class {label:g} ({c + 1}/{k})",
+                                       progress=progress and f"class {_text(name)} ({c + 1}/{k})",
                                        **train_options))
         return _stacked(models, source.classes)
+
+
+def _text(label):
+    """A label as the bars show it: a float by :g (3, 7.5), anything else as str."""
+    return f"{label:g}" if isinstance(label, (float, np.floating)) else str(label)
 
 
 def _stacked(models, classes):

@@ -183,6 +183,16 @@ def test_warm_start_and_string_labels(digits):
     np.testing.assert_array_equal(clf.predict(X_test), predicted)
 
 
+@pytest.mark.parametrize("labels", [("cat", "dog", "eel"), (-2, 3, 7)])
+def test_verbose_one_vs_rest_bars_name_the_labels(capsys, labels):
+    """The bars of verbose=True said "class 0 (1/3)": the class indices it trains on."""
+    X, y = make_classification(90, 6, n_informative=4, n_classes=3, random_state=0)
+    SmoothSVC(lam=1e-2, verbose=True).fit(X, np.array(labels)[y])
+    err = capsys.readouterr().err
+    for i, label in enumerate(labels):
+        assert f"\rclass {label} ({i + 1}/3): tron: " in err, err
+
+
 def test_binary_decision_sign_and_model(tmp_path):
     X, y = make_classification(300, 10, random_state=0)
     labels = np.where(y == 1, 5.0, -3.0)
