@@ -19,6 +19,18 @@ from .solvers.checkpoint import Checkpoint
 from .solvers.common import check_w0
 
 
+def check_w0_shape(w0, n_features, fit_intercept, n_classes=None):
+    """Refuse a warm start ``w0`` that is not of n_variables (``n_features``, and the
+    intercept if ``fit_intercept``), or of ``n_classes`` rows of them, saying so."""
+    n_variables = n_features + bool(fit_intercept)
+    shape = (n_variables,) if n_classes is None else (n_classes, n_variables)
+    if np.shape(w0) != shape:
+        rows = "" if n_classes is None else "one row per class of "
+        intercept = " + 1 intercept (fit_intercept)" if fit_intercept else ""
+        raise ValueError(f"w0 has shape {np.shape(w0)}, expected {shape}: {rows}n_variables "
+                         f"= the data's {n_features} features{intercept}")
+
+
 @contextlib.contextmanager
 def open_source(data, y=None, client=None):
     """A BlockSource for a store path, a list of store paths (read as one), a BlockSource,
@@ -88,7 +100,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     fit_intercept : bool
         Learn an unregularised intercept (a constant feature of value ``intercept_scaling``).
     w0 : array of shape (n_variables,), optional
-        Warm start (NaN or infinite values are refused before the data is opened).
+        Warm start: a weight per feature, then with ``fit_intercept`` the intercept over
+        ``intercept_scaling`` (NaN or infinite values are refused before the data is opened).
     sigma_path : sequence of float
         Continuation for a small sigma: solve at each of these widths first (decreasing,
         all larger than ``sigma``; to the same tolerance and ``max_iter``), each
@@ -167,6 +180,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     # 4.4 s with them and 2.1 s without
     with threadpool_limits(1, user_api="blas"), closing_bars(), \
             open_source(data, y, client) as source:
+        if w0 is not None:
+            check_w0_shape(w0, source.n_features, fit_intercept)
         chosen = solver == "auto"
         if chosen:
             solver = choose_solver(get_loss(loss, sigma), source.n_samples, source.n_features,

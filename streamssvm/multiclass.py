@@ -11,7 +11,7 @@ the rows of class c cost ``class_weight[c]`` and the others 1. Row weights multi
 
 import numpy as np
 
-from .api import open_source, train_stream
+from .api import check_w0_shape, open_source, train_stream
 from .data import OneVsRestView
 from .model import Model
 from .solvers.common import check_w0
@@ -123,8 +123,8 @@ def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0
         if train_options.get("client") is not None:  # each class's view is local
             raise ValueError(f"{source.name}: one-vs-rest over its {k} classes is not trained "
                              f"with a Dask client (only two classes are); train it without one")
-        if w0 is not None and np.shape(w0)[0] != k:
-            raise ValueError(f"w0 has shape {np.shape(w0)}, expected ({k}, n_variables)")
+        if w0 is not None:
+            check_w0_shape(w0, source.n_features, train_options.get("fit_intercept"), k)
         models = []
         progress = train_options.pop("progress", True)
         for c, name in enumerate(source.classes if names is None else names):

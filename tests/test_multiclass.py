@@ -323,6 +323,23 @@ def test_one_vs_rest_refuses_a_non_finite_w0_before_training(rng, capsys):
     assert capsys.readouterr().err == ""  # no class was trained: no bar was drawn
 
 
+def test_one_vs_rest_refuses_a_w0_of_the_wrong_shape_before_training(rng, capsys):
+    """A w0 of k rows of the wrong width was refused as class 0's "w has shape (5,),
+    expected (4,)", once its bar was drawn; one of another number of dimensions failed with
+    an IndexError."""
+    X = rng.standard_normal((60, 4))
+    y = np.argmax(X[:, :3], axis=1)
+    for w0, fit_intercept in ((np.zeros((3, 4)), True), (np.zeros((3, 5)), False),
+                              (np.zeros(5), True), (0.0, True)):
+        with pytest.raises(ValueError) as info:
+            train_one_vs_rest(X, y, w0=w0, fit_intercept=fit_intercept, progress=True)
+        expected = ("(3, 5): one row per class of n_variables = the data's 4 features + 1 "
+                    "intercept (fit_intercept)" if fit_intercept else
+                    "(3, 4): one row per class of n_variables = the data's 4 features")
+        assert str(info.value) == f"w0 has shape {np.shape(w0)}, expected {expected}"
+    assert capsys.readouterr().err == ""  # no class was trained: no bar was drawn
+
+
 def test_one_vs_rest_bars_name_their_class(rng, capsys):
     """Each class's bar was labelled "tron" only: k bars that did not say whose they were."""
     X = rng.standard_normal((80, 4))

@@ -485,6 +485,23 @@ def test_a_non_finite_start_is_refused(solver):
         train_stream(X * 1e160, y, solver=solver, lam=1e-3, max_iter=5, progress=False)
 
 
+@pytest.mark.parametrize("solver", NON_FINITE_SOLVERS)
+def test_a_start_of_the_wrong_length_is_refused_naming_w0(solver):
+    """It was refused as "w has shape (4,), expected (2,)": not naming w0, nor what its
+    length is made of."""
+    from streamssvm import train_stream
+
+    X = sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.5, -1.0]]))
+    y = np.array([1, -1, 1, -1])
+    for fit_intercept, expected in ((False, "(2,): n_variables = the data's 2 features"),
+                                    (True, "(3,): n_variables = the data's 2 features + 1 "
+                                           "intercept (fit_intercept)")):
+        with pytest.raises(ValueError) as info:
+            train_stream(X, y, solver=solver, lam=1e-3, max_iter=5, progress=False,
+                         fit_intercept=fit_intercept, w0=np.zeros(4))
+        assert str(info.value) == f"w0 has shape (4,), expected {expected}"
+
+
 @pytest.mark.parametrize("solver, options", [("tron", {}),
                                              ("newton", dict(preconditioner=False))])
 def test_overflowing_hessian_products_stop_the_run(solver, options):
