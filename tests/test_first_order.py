@@ -765,7 +765,8 @@ def test_shuffled_windows_visit_every_row_once(data, tmp_path):
 
 def test_shuffle_windows_do_not_depend_on_free_memory(data, tmp_path, monkeypatch):
     """The default window is a fixed size, not a share of the free memory; with too
-    little memory for two of them they shrink, and a warning says the order changed."""
+    little memory for two of them they shrink, and a warning says the order changed (in
+    MiB, as the command line's sizes: it said "MB" of whole MiB)."""
     path = tmp_path / "a9a.h5"
     write_store(path, _source(data, block_rows=300))
     with Store(path) as store:
@@ -778,8 +779,12 @@ def test_shuffle_windows_do_not_depend_on_free_memory(data, tmp_path, monkeypatc
             monkeypatch.setattr(smooth_svm, "available_memory_bytes", lambda: free)
             np.testing.assert_array_equal(_visited(objective, 0)[0], rows)
         monkeypatch.setattr(smooth_svm, "available_memory_bytes", lambda: 2 * window)
-        with pytest.warns(RuntimeWarning, match="windows of .* order other than the seed"):
+        mib = [f"{size / 2 ** 20:.1f} MiB" for size in (window, 2 * window, window // 2)]
+        with pytest.warns(RuntimeWarning) as caught:
             shrunk, n_windows = _visited(objective, 0)
+        assert str(caught[0].message) == (
+            f"{store.name}: four shuffle windows of {mib[0]} do not fit in the {mib[1]} free; "
+            f"windows of {mib[2]} make an order other than the seed's with more memory")
         assert n_windows > 2 and sorted(shrunk.tolist()) == list(range(store.n_samples))
 
 

@@ -382,10 +382,11 @@ class SmoothSVMObjective:
             asked, budget = budget, max(free // 4, 1)
             if not self._window_warned:
                 self._window_warned = True
-                warnings.warn(f"{self.source.name}: four shuffle windows of {asked >> 20} MB "
-                              f"do not fit in the {free >> 20} MB free; windows of "
-                              f"{budget >> 20} MB make an order other than the seed's with "
-                              f"more memory", RuntimeWarning, stacklevel=4)
+                mib = [f"{size / 2 ** 20:.1f} MiB" for size in (asked, free, budget)]
+                warnings.warn(f"{self.source.name}: four shuffle windows of {mib[0]} do not "
+                              f"fit in the {mib[1]} free; windows of {mib[2]} make an order "
+                              f"other than the seed's with more memory", RuntimeWarning,
+                              stacklevel=4)
         offsets = self.source.row_offsets
         nnz_bytes = 4 + np.dtype(self.source.value_dtype).itemsize
         row_bytes = nnz_bytes * self.source.nnz / self.n_samples + 9  # + indptr, label
