@@ -400,6 +400,23 @@ def test_corrupt_store_refuses_no_flips(tmp_path, capsys, flips):
     assert f"argument --flips: must be >= 1, got {flips}" in capsys.readouterr().err
 
 
+def test_corrupt_store_refuses_a_missing_or_unreadable_store(tmp_path, capsys):
+    """Both ended in a StoreError's traceback."""
+    missing = str(tmp_path / "missing.h5")
+    with pytest.raises(SystemExit) as exc:
+        corrupt_store.main([missing])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.endswith(f"error: argument store: no such file: "
+                                            f"{missing!r}\n")
+    text = tmp_path / "text.h5"
+    text.write_text("not a store\n")
+    with pytest.raises(SystemExit) as exc:
+        corrupt_store.main([str(text)])
+    assert exc.value.code == 1
+    err = capsys.readouterr().err
+    assert f": error: {text}: not a readable HDF5 store (" in err and err.count("\n") == 1
+
+
 def make_synthetic_nnz(path):
     X, _ = _load(path)
     return X.nnz

@@ -148,7 +148,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.flips < 1:
         parser.error(f"argument --flips: must be >= 1, got {args.flips}")
-    counts, failures = run(args.store, args.flips, args.where, args.seed)
+    if not os.path.isfile(args.store):
+        parser.error(f"argument store: no such file: {args.store!r}")
+    try:
+        counts, failures = run(args.store, args.flips, args.where, args.seed)
+    except StoreError as exc:  # the store given, read before any flip: the trials catch theirs
+        parser.exit(1, f"{parser.prog}: error: {exc}\n")
     print(f"{args.store}: {sum(counts.values())} single-bit flips ({args.where}), "
           f"{len(failures)} failures")
     for outcome, n in sorted(counts.items(), key=lambda kv: -kv[1]):
