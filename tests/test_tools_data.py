@@ -373,7 +373,7 @@ def test_bench_auto_cuts_the_first_file_unless_cut_from(tmp_path, capsys):
     rows = [line.split()[:3] for line in capsys.readouterr().out.splitlines()[1:]]
     assert rows[0] == ["b", "25", "1e-02"] and ["cut", "to", "300"] in rows
     for options, message in ((["--cut-from", str(src)], "argument --cut-from: needs --cut"),
-                             (["--cut", "300,0"], "column counts must be >= 1, got 300,0")):
+                             (["--cut", "300,0"], "column counts (integers >= 1), got '300,0'")):
         with pytest.raises(SystemExit) as exc:
             bench_auto.main([str(src), *options])
         assert exc.value.code == 2 and message in capsys.readouterr().err
@@ -386,6 +386,16 @@ def test_bench_auto_refuses_bad_lambdas(tmp_path, capsys, lams):
     assert exc.value.code == 2
     assert (f"argument --lams: must be comma-separated positive finite numbers, got {lams!r}"
             in capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("cut", ["abc", "0", "500,-1", "1.5", "500,,2000", ""])
+def test_bench_auto_refuses_bad_column_counts(tmp_path, capsys, cut):
+    """A count that was not an integer got argparse's "invalid _column_counts value"."""
+    with pytest.raises(SystemExit) as exc:
+        bench_auto.main([str(tmp_path / "unread.svm"), "--cut", cut])
+    assert exc.value.code == 2
+    assert (f"argument --cut: must be comma-separated column counts (integers >= 1), got "
+            f"{cut!r}" in capsys.readouterr().err)
 
 
 # ----------------------------------------------------------------------------------------

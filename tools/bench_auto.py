@@ -68,9 +68,14 @@ def compare(name, X, y, lams):
 
 
 def _column_counts(text):
-    counts = [int(v) for v in text.split(",")]
+    refusal = argparse.ArgumentTypeError(
+        f"must be comma-separated column counts (integers >= 1), got {text!r}")
+    try:
+        counts = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise refusal from None
     if min(counts) < 1:
-        raise argparse.ArgumentTypeError(f"column counts must be >= 1, got {text}")
+        raise refusal
     return counts
 
 
