@@ -1,4 +1,5 @@
-"""Fused sweeps over the dense d-vectors of conjugate gradient (TRON, Newton).
+"""Fused sweeps over the dense d-vectors of conjugate gradient (TRON, Newton), and the
+parallel gather and placement between a Newton system's vectors and the variables'.
 
 After a Hessian-vector product has streamed the data, CG's vectors (9.5 MB each on news20)
 are read back from memory, not cache: one CG step's in-place BLAS and numpy calls read or
@@ -77,3 +78,35 @@ def cg_direction(beta, z, d, out, n_parts):
         lo, hi = _share(n, t, n_parts)
         for j in range(lo, hi):
             out[j] = z[j] + beta * d[j]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def gather(v, index, out, n_parts):
+    """out = v[index] (``out`` None: not written). Returns the sum of v[index]^2."""
+    n = index.shape[0]
+    sums = np.zeros(n_parts)
+    for t in prange(n_parts):
+        lo, hi = _share(n, t, n_parts)
+        total = 0.0
+        for p in range(lo, hi):
+            vj = v[np.uintp(index[p])]
+            if out is not None:
+                out[p] = vj
+            total += vj * vj
+        sums[t] = total
+    return sums.sum()
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def place(s, index, g, rest, out, n_parts):
+    """out = -rest g, then out[index] = s: a vector of the variables from its part ``s``
+    on ``index`` and its part elsewhere, ``rest`` times -g (a Newton system's step)."""
+    n, m = out.shape[0], index.shape[0]
+    for t in prange(n_parts):
+        lo, hi = _share(n, t, n_parts)
+        for j in range(lo, hi):
+            out[j] = -rest * g[j]
+    for t in prange(n_parts):
+        lo, hi = _share(m, t, n_parts)
+        for p in range(lo, hi):
+            out[np.uintp(index[p])] = s[p]

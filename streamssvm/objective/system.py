@@ -56,10 +56,10 @@ class ColumnSystem(NewtonSystem):
         if self.bias:
             order = np.append(order, objective.n_features)
         self.order = order
-        g = state.grad
-        self.grad = g[order]
-        rest = g[columns[-1]]
-        self.rest_norm2 = float(rest @ rest)
+        n_parts = objective.n_threads
+        self.grad = np.empty(len(order))
+        kernels.vector.gather(state.grad, order, self.grad, n_parts)
+        self.rest_norm2 = kernels.vector.gather(state.grad, columns[-1], None, n_parts)
         self.rest_curvature, self._scale, _ = objective._combination(objective.lam)
 
     def _sums(self, v, squared, x):
@@ -81,6 +81,7 @@ class ColumnSystem(NewtonSystem):
         return self._sums(self.state.curvature, True, np.broadcast_to(1.0, len(self.order)))[0]
 
     def step(self, s, rest):
-        full = np.multiply(self.state.grad, -rest)
-        full[self.order] = s
+        full = np.empty(self.n_variables)
+        kernels.vector.place(s, self.order, self.state.grad, rest, full,
+                             self.objective.n_threads)
         return full
