@@ -3,9 +3,10 @@
 A Hessian product on held wide data reads a copy of the columns restricted to the rows
 with curvature (``SmoothSVMObjective._state_columns``). Every column j without an entry
 there has H e_j = lambda e_j: it is decoupled from the others, and CG's residual,
-direction and step there stay multiples of g's part on those columns (the "rest"), which :class:`~streamssvm.solvers.common.PreconditionedCG` carries as three
-scalars. So a :class:`ColumnSystem`'s vectors hold only the copy's columns with entries,
-in the order the column kernels read them (``compact``: in sequence, without the column
+direction and step there stay multiples of g's part on those columns (the "rest"),
+which :class:`~streamssvm.solvers.common.PreconditionedCG` carries as three scalars. So
+a :class:`ColumnSystem`'s vectors hold only the copy's columns with entries, in the
+order the column kernels read them (``compact``: in sequence, without the column
 numbers). On news20 (squared hinge, 50-60% of the columns in the rows with curvature) a
 CG step took 7.0-7.3 ms so against 9.3-10.4 ms in the order of the variables (a probe,
 the machine shared), and Newton and TRON runs 6-14% less time.
@@ -43,8 +44,8 @@ class NewtonSystem:
 
 
 class ColumnSystem(NewtonSystem):
-    """H s = -g at ``state`` over the columns of ``columns`` (the held transpose, or its
-    copy on the rows with curvature) that hold entries, in their order
+    """H s = -g at ``state`` over the columns of ``columns`` (the held transpose's copy
+    on the rows with curvature) that hold entries, in their order
     (:func:`~streamssvm.kernels.column_order`), the intercept last; the empty columns are
     the rest, on which H is ``rest_curvature`` times the identity."""
 
