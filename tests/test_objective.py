@@ -581,6 +581,25 @@ def test_newton_system_reads_the_curved_rows_columns(shape, monkeypatch):
     assert system.rest_norm2 == 0 and system.grad is curved.grad
 
 
+def test_newton_system_outlives_a_product_at_another_state():
+    """A state's Newton system keeps giving that state's products and diagonal after a
+    product at another state, whose copy of the curved rows' columns is written over its
+    own (the copy is made again)."""
+    X, y = random_problem(n=40, d=300, density=0.05, seed=52)
+    obj = SmoothSVMObjective(InMemorySource(X, y), "squared_hinge", lam=1e-3, hold=True)
+    a, b = (obj.evaluate(point(obj, seed=seed, scale=3.0)) for seed in (53, 54))
+    system = obj.newton_system(a)
+    assert len(system.grad) < obj.n_variables  # a ColumnSystem
+    hess = 1e-3 * np.eye(300) + (X.T @ sp.diags(a.curvature) @ X).toarray() / 40
+    order = system.order
+    d = np.random.default_rng(55).normal(size=order.size)
+    expected = (hess[np.ix_(order, order)] @ d, np.diag(hess)[order])
+    for _ in range(2):
+        assert_close_vec(system.hessp_quad(d)[0], expected[0], 1e-12)
+        assert_close_vec(system.hess_diag(), expected[1], 1e-12)
+        obj.hessp(b, np.ones(300))
+
+
 def test_no_copy_of_the_curved_rows_columns_without_the_memory(monkeypatch):
     """When a quarter of the memory left cannot hold the copy's arrays, the products read
     the whole held transpose, with the same results, the Newton system is in the

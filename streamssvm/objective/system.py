@@ -47,11 +47,12 @@ class ColumnSystem(NewtonSystem):
     """H s = -g at ``state`` over the columns of ``columns`` (the held transpose's copy
     on the rows with curvature) that hold entries, in their order
     (:func:`~streamssvm.kernels.column_order`), the intercept last; the empty columns are
-    the rest, on which H is ``rest_curvature`` times the identity."""
+    the rest, on which H is ``rest_curvature`` times the identity. The copy is asked of
+    the objective at every product: one at another state is written over it, and then
+    made again."""
 
     def __init__(self, objective, state, columns):
         super().__init__(objective, state)
-        self.columns = columns
         order = kernels.column_order(columns)
         self.bias = objective.bias
         if self.bias:
@@ -63,23 +64,25 @@ class ColumnSystem(NewtonSystem):
         self.rest_norm2 = kernels.vector.gather(state.grad, columns[-1], None, n_parts)
         self.rest_curvature, self._scale, _ = objective._combination(objective.lam)
 
-    def _sums(self, v, squared, x):
+    def _sums(self, columns, v, squared, x):
         objective = self.objective
         objective.cached_sweeps += 1
         out = np.empty(len(self.order))
-        dot = kernels.column_sums(self.columns, v, squared, self.bias, x, self.rest_curvature,
+        dot = kernels.column_sums(columns, v, squared, self.bias, x, self.rest_curvature,
                                   self._scale, objective.n_threads, out, True)
         return out, dot
 
     def hessp_quad(self, d):
-        xd = kernels.column_products(self.columns, d, self.objective.n_samples,
+        columns = self.objective._state_columns(self.state)
+        xd = kernels.column_products(columns, d, self.objective.n_samples,
                                      self.objective.n_threads, True)
         if self.bias:
             xd += self.bias * d[-1]
-        return self._sums(self.state.curvature * xd, False, d)
+        return self._sums(columns, self.state.curvature * xd, False, d)
 
     def hess_diag(self):
-        return self._sums(self.state.curvature, True, np.broadcast_to(1.0, len(self.order)))[0]
+        return self._sums(self.objective._state_columns(self.state), self.state.curvature, True,
+                          np.broadcast_to(1.0, len(self.order)))[0]
 
     def step(self, s, rest):
         full = np.empty(self.n_variables)
