@@ -331,6 +331,24 @@ def test_cg_on_the_curved_columns_takes_the_steps_of_cg_on_all(preconditioned, l
     assert sms == pytest.approx(sms_all, rel=1e-10)
 
 
+def test_cg_on_the_curved_columns_at_huge_feature_values():
+    """Held wide data with feature values of 1e100 (gradients near 1e98, steps near
+    1e-162): preconditioned TRON on the curved rows' columns converges to the streamed
+    run's objective. (The rest's terms were a multiple squared times ||g_rest||^2, whose
+    square underflowed to 0: a radius of 0, then NaN, reported as an overflow.)"""
+    rng = np.random.default_rng(1)
+    X = sp.random(40, 300, density=0.05, random_state=1, format="csr")
+    X.data = rng.standard_normal(X.nnz) * 1e100
+    X = (X @ sp.diags(np.repeat([1.0, 0.0], 150))).tocsr()  # half the columns empty
+    X.eliminate_zeros()
+    y = np.where(rng.standard_normal(40) > 0, 1.0, -1.0)
+    runs = {hold: tron(SmoothSVMObjective(InMemorySource(X, y), "psi_g", 1e-3, sigma=0.125,
+                                          hold=hold), preconditioner=True, max_iter=50)
+            for hold in (True, False)}
+    assert runs[True].converged and runs[False].converged
+    assert runs[True].f == pytest.approx(runs[False].f, rel=1e-9)
+
+
 def test_cli_passes_backtrack_on(small_problem, tmp_path):
     store, model = tmp_path / "a9a.h5", tmp_path / "m.npz"
     write_store(store, InMemorySource(*small_problem))

@@ -163,9 +163,10 @@ class PreconditionedCG:
     3.5 ms on kept arrays), so ``s`` and ``d`` are only valid until the next start.
 
     The vectors hold the system's columns. On its rest (:mod:`~streamssvm.objective.system`),
-    where H is lambda I and M is I, r, d and s are ``rho``, ``delta`` and ``sigma`` times
-    r_0 = -g there: CG's recurrences on three scalars, whose terms (with ||r_0||^2) the dot
-    products above include.
+    where H is lambda I and M is I, r, d and s are multiples of r_0 = -g there, whose norms
+    ``rho``, ``delta`` and ``sigma`` (signed) follow CG's recurrences as three scalars; the
+    dot products above include their terms. (Norms, not multiples: a multiple's square
+    times ||r_0||^2 underflowed where the product does not, with feature values of 1e100.)
     """
 
     def __init__(self, n, n_parts, model=False):
@@ -181,33 +182,33 @@ class PreconditionedCG:
         self.z = self.r if precond is None else self._z
         self.d = self._d
         vector.cg_start(self.g, precond, self.s, self.r, self.z, self.d, self.n_parts)
-        self.rest, self.rest_lam = system.rest_norm2, system.rest_curvature
-        self.rho, self.delta, self.sigma = 1.0, 1.0, 0.0
-        self.ztr = self._ztr_next = float(self.z @ self.r) + self.rest
+        self.rest_norm, self.rest_lam = np.sqrt(system.rest_norm2), system.rest_curvature
+        self.rho, self.delta, self.sigma = self.rest_norm, self.rest_norm, 0.0
+        self.ztr = self._ztr_next = float(self.z @ self.r) + self.rho * self.rho
         self.sms = self.sr = self.sg = self.shd = self.dr = 0.0
         return self
 
     def hessp(self):
         """H d and d.H d."""
         hd, dhd = self.system.hessp_quad(self.d)
-        return hd, dhd + self.rest_lam * self.delta * self.delta * self.rest
+        return hd, dhd + self.rest_lam * self.delta * self.delta
 
     def move(self, alpha, hd):
         """s += alpha d, r -= alpha H d, z = M^-1 r: one sweep."""
         sms, zr, sr, sg, shd, dr = (float(v) for v in vector.cg_move(
             alpha, self.d, hd, self.s, self.r, self.precond, self.z,
             self.g if self.model else None, self.n_parts))
-        if self.rest:
-            rest, delta = self.rest, self.delta
-            shd += self.sigma * self.rest_lam * delta * rest
-            dr += delta * self.rho * rest
+        if self.rest_norm:
+            delta = self.delta
+            shd += self.sigma * self.rest_lam * delta
+            dr += delta * self.rho
             self.sigma += alpha * delta
             self.rho -= alpha * self.rest_lam * delta
-            sms += self.sigma * self.sigma * rest
-            zr += self.rho * self.rho * rest
-            sr += self.sigma * self.rho * rest
+            sms += self.sigma * self.sigma
+            zr += self.rho * self.rho
+            sr += self.sigma * self.rho
             if self.model:
-                sg -= self.sigma * rest
+                sg -= self.sigma * self.rest_norm
         self.sms, self._ztr_next, self.sr, self.sg, self.shd, self.dr = sms, zr, sr, sg, shd, dr
 
     def next_direction(self, out=None):
@@ -222,14 +223,15 @@ class PreconditionedCG:
 
     def m_dots(self):
         """s.M d and d.M d."""
-        rest, delta = self.rest, self.delta
-        return (m_dot(self.s, self.d, self.precond, self.work) + self.sigma * delta * rest,
-                m_dot(self.d, self.d, self.precond, self.work) + delta * delta * rest)
+        delta = self.delta
+        return (m_dot(self.s, self.d, self.precond, self.work) + self.sigma * delta,
+                m_dot(self.d, self.d, self.precond, self.work) + delta * delta)
 
     def step(self, direction=False):
         """The step s (or the direction d) as a vector of the variables."""
-        return (self.system.step(self.d, self.delta) if direction
-                else self.system.step(self.s, self.sigma))
+        norm = self.delta if direction else self.sigma
+        return self.system.step(self.d if direction else self.s,
+                                norm / self.rest_norm if self.rest_norm else 0.0)
 
 
 def bar_label(name, progress):
