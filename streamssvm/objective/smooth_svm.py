@@ -585,7 +585,8 @@ class SmoothSVMObjective:
 
     def hessp_quad(self, state, s):
         """:meth:`hessp` and s.(H s), the curvature along s that CG needs: from the same
-        sweep when the data is held. (A subclass overrides this, not :meth:`hessp`.)"""
+        sweep when the data is held. (A subclass overrides this, not :meth:`hessp`; the
+        solvers' products on held wide data come from :meth:`newton_system`.)"""
         s, state = self._check(s, "s"), self._check_state(state)
         held = self._held_data()
         if held is not None:

@@ -1,10 +1,10 @@
 """Line-search truncated Newton with preconditioned CG (LIBLINEAR's solver since 2.40).
 
-Order of oracle calls per iteration: CG on the state's curvature
-(``objective.hessp(state, d)`` per step), then ``objective.evaluate(w + s)`` (one pass).
+Order of oracle calls per iteration: CG on the state's ``objective.newton_system`` (one
+Hessian product per step), then ``objective.evaluate(w + s)`` (one pass).
 If the full step fails Armijo's condition, smaller steps are tried with
 ``objective.value_on_segment`` from the two points' margins (no pass), and the accepted
-point is evaluated (one more pass). With a preconditioner, ``objective.hess_diag`` once
+point is evaluated (one more pass). With a preconditioner, the system's diagonal once
 per iteration. With ``hessian_sample``, ``objective.subsampled`` first (no pass when the
 state's curved rows are in memory, else one), and CG and the preconditioner on its sample.
 

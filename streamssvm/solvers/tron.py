@@ -1,14 +1,13 @@
 """Trust-region Newton method with (preconditioned) conjugate gradient: TRON.
 
 Order of oracle calls per iteration: ``state = objective.evaluate(w)`` (one pass: f, grad,
-curvature), then CG makes one ``objective.hessp(state, d)`` pass per step (none after a
-rejected step when the last solve's steps were kept: ``reuse_cg``), then the trial point
-is evaluated with ``objective.evaluate(w + s)``, whose state becomes the current one if
-the step is accepted (its gradient and curvature are then already there, so an accepted
-iteration costs ``1 + cg_steps`` passes). With a preconditioner, ``objective.hess_diag``
-adds one pass at each point CG starts from. CG solves the point's
-``objective.newton_system``. With ``backtrack``, a rejected trial is followed by a
-backtracking step (one pass).
+curvature), then CG on the state's ``objective.newton_system`` makes one Hessian product
+(a pass) per step (none after a rejected step when the last solve's steps were kept:
+``reuse_cg``), then the trial point is evaluated with ``objective.evaluate(w + s)``, whose
+state becomes the current one if the step is accepted (its gradient and curvature are
+then already there, so an accepted iteration costs ``1 + cg_steps`` passes). With a
+preconditioner, the system's diagonal adds one pass at each point CG starts from. With
+``backtrack``, a rejected trial is followed by a backtracking step (one pass).
 
 The radius follows LIBLINEAR's rule (Lin, Weng & Keerthi 2008, eq. 10, whose constants the
 paper takes): for eta1 < rho < eta2 the new radius lies in [sigma1 Delta, sigma3 Delta],
@@ -154,7 +153,7 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     Parameters
     ----------
     objective : SmoothSVMObjective
-        Oracle with ``evaluate``, ``hessp``, ``hess_diag`` (see its docstring).
+        Oracle with ``evaluate`` and ``newton_system`` (see its docstring).
     w0 : array of shape (n_variables,), optional
         Starting point (default zeros).
     tol : float
