@@ -170,6 +170,24 @@ def test_a_run_stopped_by_the_duality_gap_stays_stopped_when_run_again(data, tmp
     assert runs[1].history == runs[0].history
 
 
+@pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")
+@pytest.mark.parametrize("solver", ["tron", "newton"])
+def test_a_run_stopped_by_its_solver_stays_stopped_when_run_again(data, tmp_path, solver):
+    """The checkpoint did not say why a run had stopped short of convergence (TRON's
+    reductions too small, Newton's decrease too small): the same call again (or a resume
+    after a kill past the last save) iterated on, to another model, or failed its line
+    search and recorded the last iteration twice. Found by a probe."""
+    path = tmp_path / "run.ckpt"
+    runs = [_train(data, solver, dict(tol=1e-14), 100, checkpoint=path, checkpoint_every=0)
+            for _ in range(2)]
+    assert runs[0].params["message"] in ("actual and predicted reductions too small",
+                                         "objective decrease too small")
+    assert runs[1].params["message"] == runs[0].params["message"]
+    assert runs[1].params["n_iter"] == runs[0].params["n_iter"] < 100
+    assert np.array_equal(runs[1].coef_, runs[0].coef_)
+    assert runs[1].history == runs[0].history
+
+
 def test_a_checkpoint_of_another_training_is_refused(data, tmp_path):
     path = tmp_path / "run.ckpt"
     _train(data, "tron", {}, 2, checkpoint=path)

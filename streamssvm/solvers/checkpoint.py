@@ -3,13 +3,15 @@
 A checkpoint is one ``.npz`` file (read with ``allow_pickle=False``): the solver's arrays
 (``w``, and e.g. SGD's ``v``, SDCA's dual variables) and ``meta``, a JSON string with the
 iteration, the history, the pass count, solver scalars (TRON's trust radius), the random
-generator's state, and the description of the training it belongs to (``problem``: data,
-loss, lambda, solver and its options). A resumed run starts from exactly that state, so it
-ends at the same model as an uninterrupted one: the same iterates for TRON, the same steps
-for SGD with the same seed. (One exception, to rounding: TRON resumed from a checkpoint
-written just after a rejected step solves the smaller region again, where the
-uninterrupted run, if its products read the file, took the step from the kept CG path;
-see ``reuse_cg``.)
+generator's state, the message of a run that stopped by the solver's own rule
+(``stopped``: e.g. TRON's reductions too small, a failed line search; ``finished``: SDCA's
+duality gap), and the description of the training it belongs to (``problem``: data, loss,
+lambda, solver and its options). A resumed run starts from exactly that state, so it ends
+at the same model as an uninterrupted one: the same iterates for TRON, the same steps for
+SGD with the same seed; a stopped run's returns at once. (One exception, to rounding:
+TRON resumed from a checkpoint written just after a rejected step solves the smaller
+region again, where the uninterrupted run, if its products read the file, took the step
+from the kept CG path; see ``reuse_cg``.)
 """
 
 import json

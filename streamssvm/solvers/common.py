@@ -244,7 +244,10 @@ class Run:
     """Book-keeping of a second-order or full-gradient solver: start point, stopping
     threshold, history, progress bar, checkpoints and the final result. ``run.state`` is
     the current PointState; ``run.resumed`` the solver scalars of the checkpoint resumed
-    from (empty on a fresh start)."""
+    from (empty on a fresh start); ``run.stopped`` the message of a run that stopped for
+    the solver's own reason (a line search failed, too small a decrease: no budget would
+    take it further), which the checkpoint keeps, so that the same call again returns
+    its result at once."""
 
     def __init__(self, name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress,
                  checkpoint=None, max_seconds=None):
@@ -257,6 +260,7 @@ class Run:
                              f"hinge (psi_g, psi_m)")
         self.name, self.objective, self.max_iter = name, objective, max_iter
         self.max_seconds, self.message = max_seconds, "max_iter reached"
+        self.stopped, self._due = None, False
         self.start = time.perf_counter()
         self.checkpoint, self.resumed, self._scalars = checkpoint, {}, {}
         saved = checkpoint.load() if checkpoint is not None else None
@@ -268,6 +272,8 @@ class Run:
             objective.passes += meta["passes"]
             self.start -= meta["seconds"]
             self.resumed = meta["solver"]
+            self.stopped = meta.get("stopped")
+            self.message = self.stopped or self.message
             self._scalars = dict(self.resumed)  # what the next save keeps if no step is taken
         else:
             self.state, grad0_norm = start_state(objective, w0)
@@ -285,7 +291,8 @@ class Run:
         if self.checkpoint is not None:
             self.checkpoint.save(dict(iteration=self.iteration, history=self.history,
                                       passes=self.objective.passes, threshold=self.threshold,
-                                      seconds=time.perf_counter() - self.start, solver=scalars),
+                                      seconds=time.perf_counter() - self.start, solver=scalars,
+                                      stopped=self.stopped),
                                  {"w": self.state.w}, force=force)
 
     @property
@@ -293,12 +300,15 @@ class Run:
         return self.state.grad_norm <= self.threshold
 
     def going(self):
-        """True while another iteration is due: not converged, iterations and time left."""
-        if self.converged or self.iteration >= self.max_iter:
+        """True while another iteration is due: not stopped nor converged, iterations and
+        time left. A loop left while one was due stopped for the solver's reason."""
+        self._due = False
+        if self.stopped or self.converged or self.iteration >= self.max_iter:
             return False
         if self.max_seconds is not None and time.perf_counter() - self.start >= self.max_seconds:
             self.message = "max_seconds reached"
             return False
+        self._due = True
         return True
 
     def record(self, cg_steps, accepted, **extra):
@@ -333,11 +343,14 @@ class Run:
                              passes=self.objective.passes, refresh=False)
 
     def result(self):
-        """The SolverResult; ``self.message`` says why the run stopped if unconverged."""
+        """The SolverResult, checkpointed; ``self.message`` says why the run stopped if
+        unconverged (kept as ``stopped`` if not for lack of iterations or time)."""
         message = self.message
         self.bar.close()
-        self.save(force=True, **self._scalars)
         converged = self.converged
+        if self._due and not converged:
+            self.stopped = message
+        self.save(force=True, **self._scalars)
         if converged:
             message = "converged"
         else:
