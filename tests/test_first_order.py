@@ -1143,12 +1143,17 @@ def test_an_eta0_its_schedule_does_not_use_is_refused(tmp_path):
             model = streamssvm.train_stream(X, y, solver="sgd", learning_rate=schedule,
                                             max_iter=2, progress=False)
             assert model.params["learning_rate"] == schedule
-    trainer = streamssvm.OnlineTrainer(seed=1).partial_fit(X, y)
-    trainer.save(tmp_path / "state.npz")
+    _assert_old_state_resumes(tmp_path, streamssvm.OnlineTrainer(seed=1), X, y, "eta0", 0.01)
+
+
+def _assert_old_state_resumes(tmp_path, trainer, X, y, option, old_default):
+    """``trainer``'s state saved as before ``option`` defaulted to None (holding
+    ``old_default``) loads, and goes on as the trainer itself does."""
+    trainer.partial_fit(X, y).save(tmp_path / "state.npz")
     with np.load(tmp_path / "state.npz") as z:
         arrays = {k: z[k] for k in z.files}
     meta = json.loads(str(arrays["meta"]))
-    meta["options"]["eta0"] = 0.01  # as saved before eta0 defaulted to None
+    meta["options"][option] = old_default
     np.savez(tmp_path / "old.npz", **dict(arrays, meta=json.dumps(meta)))
     resumed = streamssvm.OnlineTrainer.load(tmp_path / "old.npz").partial_fit(X, y)
     assert np.array_equal(resumed.model().coef_, trainer.partial_fit(X, y).model().coef_)
@@ -1175,15 +1180,8 @@ def test_a_power_t_its_schedule_does_not_use_is_refused(tmp_path):
                                         max_iter=2, progress=False, **options).coef_
                 for options in (dict(), dict(power_t=0.5), dict(power_t=0.9))]
     assert np.array_equal(runs[0], runs[1]) and not np.array_equal(runs[0], runs[2])
-    trainer = streamssvm.OnlineTrainer(learning_rate="constant", seed=1).partial_fit(X, y)
-    trainer.save(tmp_path / "state.npz")
-    with np.load(tmp_path / "state.npz") as z:
-        arrays = {k: z[k] for k in z.files}
-    meta = json.loads(str(arrays["meta"]))
-    meta["options"]["power_t"] = 0.5  # as saved before power_t defaulted to None
-    np.savez(tmp_path / "old.npz", **dict(arrays, meta=json.dumps(meta)))
-    resumed = streamssvm.OnlineTrainer.load(tmp_path / "old.npz").partial_fit(X, y)
-    assert np.array_equal(resumed.model().coef_, trainer.partial_fit(X, y).model().coef_)
+    _assert_old_state_resumes(tmp_path, streamssvm.OnlineTrainer(learning_rate="constant", seed=1),
+                              X, y, "power_t", 0.5)
 
 
 @pytest.mark.parametrize("solver", ["saga", "svrg"])

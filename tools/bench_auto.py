@@ -67,28 +67,23 @@ def compare(name, X, y, lams):
                   + ("" if auto == faster else " (slower)"), flush=True)
 
 
-def _column_counts(text):
-    refusal = argparse.ArgumentTypeError(
-        f"must be comma-separated column counts (integers >= 1), got {text!r}")
-    try:
-        counts = [int(v) for v in text.split(",")]
-    except ValueError:
-        raise refusal from None
-    if min(counts) < 1:
-        raise refusal
-    return counts
+def _numbers(kind, valid, what):
+    """An argparse type: comma-separated ``kind`` values that pass ``valid``, else an
+    error saying they must be ``what``."""
+    def parse(text):
+        refusal = argparse.ArgumentTypeError(f"must be comma-separated {what}, got {text!r}")
+        try:
+            values = [kind(v) for v in text.split(",")]
+        except ValueError:
+            raise refusal from None
+        if not all(valid(v) for v in values):
+            raise refusal
+        return values
+    return parse
 
 
-def _lambdas(text):
-    refusal = argparse.ArgumentTypeError(
-        f"must be comma-separated positive finite numbers, got {text!r}")
-    try:
-        lams = [float(v) for v in text.split(",")]
-    except ValueError:
-        raise refusal from None
-    if not all(0 < lam < np.inf for lam in lams):
-        raise refusal
-    return lams
+_column_counts = _numbers(int, lambda c: c >= 1, "column counts (integers >= 1)")
+_lambdas = _numbers(float, lambda lam: 0 < lam < np.inf, "positive finite numbers")
 
 
 def main(argv=None):
