@@ -125,10 +125,7 @@ def _trust_region_cg(system, precond, delta, forcing, cg, path=None):
         d = cg.d
         hd, dhd = cg.hessp()
         if dhd <= 0.0:  # no curvature along d (an unregularised intercept's, no row curved):
-            # the model falls along d to the boundary (Steihaug; a division by 0 before)
-            std, dtd = cg.m_dots()
-            cg.move(_to_boundary(std, cg.sms, dtd, delta), hd)
-            on_boundary = True
+            on_boundary = True  # the model falls along d to the boundary (Steihaug)
             break
         alpha = cg.ztr / dhd
         start_sr = cg.sr
@@ -137,11 +134,12 @@ def _trust_region_cg(system, precond, delta, forcing, cg, path=None):
             path.record(d, alpha, cg, dhd, start_sr)
         if np.sqrt(cg.sms) > delta:
             cg.move(-alpha, hd)  # back inside, then along d to the boundary
-            std, dtd = cg.m_dots()
-            cg.move(_to_boundary(std, cg.sms, dtd, delta), hd)
             on_boundary = True
             break
         cg.next_direction(path.spare() if path is not None else None)
+    if on_boundary:
+        std, dtd = cg.m_dots()
+        cg.move(_to_boundary(std, cg.sms, dtd, delta), hd)
     return cg.step(), cg.sr, cg.sms, steps, on_boundary
 
 
