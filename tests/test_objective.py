@@ -409,7 +409,9 @@ def test_transpose_of_a_block_with_an_offset(n_parts, bucket_bits):
     expected.sort_indices()
     lengths = np.diff(expected.indptr)
     np.testing.assert_array_equal(single, np.flatnonzero(lengths == 1))
-    np.testing.assert_array_equal(multi, np.flatnonzero(lengths > 1))
+    expected_multi = np.flatnonzero(lengths > 1)
+    np.testing.assert_array_equal(multi, by_length(expected_multi, lengths[expected_multi],
+                                                   expected_multi >> bucket_bits))
     np.testing.assert_array_equal(empty, np.flatnonzero(lengths == 0))
     assert len(single) == 8 and len(empty) >= 3
     assert_entries_as_csc(columns, expected)
@@ -439,6 +441,14 @@ def test_a_large_transpose_is_made_in_prefaulted_arrays():
     # more than the machine has: refused as numpy refuses it, not as an OSError of mmap
     with pytest.raises(MemoryError):
         _memory.prefaulted(1 << 50, np.float64)
+
+
+def by_length(columns, lengths, runs):
+    """``columns`` in the order the column kernels give multi columns: within each run of
+    equal ``runs``, by their ``lengths`` (those of LENGTH_CLASSES or more alike), ties in
+    their order."""
+    classes = np.minimum(lengths, kernels.linear.LENGTH_CLASSES)
+    return columns[np.lexsort((np.arange(len(columns)), classes, runs))]
 
 
 def assert_entries_as_csc(columns, expected):
@@ -492,16 +502,26 @@ def test_column_kernels_equal_scipy(n_parts):
 
 @pytest.mark.parametrize("n_parts", [1, 2, 3, 7])
 def test_curved_columns_are_the_transpose_of_the_curved_rows(n_parts):
-    """curved_columns keeps, in order, the entries of the rows with curvature: single
-    columns so kept, multi columns with any such entry (one or more), the rest empty;
-    written again into the same arrays for another curvature, larger or smaller."""
+    """curved_columns keeps the entries of the rows with curvature: single columns so
+    kept, in order, multi columns with any such entry (one or more) ordered by their
+    entries left (in runs: each thread's range cut into SORT_CHUNK columns), the rest
+    empty; written again into the same arrays for another curvature, larger or smaller."""
     rng = np.random.default_rng(42)
     X = sp.random(80, 500, density=0.01, random_state=43, format="csr")  # many single
     X = sp.hstack([X, sp.random(80, 30, density=0.4, random_state=44),
+                   sp.random(80, 12000, density=0.04, random_state=45),  # > SORT_CHUNK multi
+                   sp.random(80, 20, density=0.95, random_state=46),  # > LENGTH_CLASSES
                    sp.csr_matrix((80, 3))]).tocsr()
     columns = kernels.transpose(X.indptr, X.indices, X.data, X.shape[1], n_parts)
     out = tuple(np.empty_like(a) for a in columns[:-1]) + (np.empty(X.shape[1], np.int64),)
     lengths = np.diff(X.tocsc().indptr)
+    # the run of each of the transpose's multi columns
+    bounds = kernels.linear.row_partition(columns[4], n_parts)
+    position = np.arange(len(columns[3]))
+    part = np.searchsorted(bounds, position, side="right") - 1
+    runs = part * len(position) + (position - bounds[part]) // kernels.linear.SORT_CHUNK
+    run_of = dict(zip(columns[3], runs))
+    assert n_parts > 2 or len(np.unique(runs)) > n_parts  # more than one run in a range
     for fraction in (0.6, 0.1, 0.0, 1.0, 0.3):
         curvature = np.where(rng.random(80) < fraction, rng.uniform(0.5, 2.0, 80), 0.0)
         curved = kernels.curved_columns(columns, curvature, n_parts, out)
@@ -511,7 +531,9 @@ def test_curved_columns_are_the_transpose_of_the_curved_rows(n_parts):
         expected.sort_indices()
         kept = np.diff(expected.indptr)
         np.testing.assert_array_equal(single, np.flatnonzero((lengths == 1) & (kept == 1)))
-        np.testing.assert_array_equal(multi, np.flatnonzero((lengths > 1) & (kept > 0)))
+        expected_multi = columns[3][np.isin(columns[3], np.flatnonzero(kept > 0))]
+        np.testing.assert_array_equal(multi, by_length(
+            expected_multi, kept[expected_multi], [run_of[j] for j in expected_multi]))
         np.testing.assert_array_equal(np.sort(empty), np.flatnonzero(kept == 0))
         assert_entries_as_csc(curved, expected)
 
