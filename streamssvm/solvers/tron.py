@@ -129,9 +129,15 @@ def _trust_region_cg(system, precond, delta, forcing, cg, path=None):
             break
         alpha = cg.ztr / dhd
         start_sr = cg.sr
-        cg.move(alpha, hd)
+        # from s = 0 along d = M^-1 r, ||alpha d||_M^2 = alpha^2 z.r: a first step that
+        # leaves the region stops on its boundary at once (one sweep, not three); the path
+        # keeps that end, which every smaller region also leaves
+        first_out = steps == 1 and alpha * alpha * cg.ztr > delta * delta
+        cg.move(delta / np.sqrt(cg.ztr) if first_out else alpha, hd)
         if path is not None:
             path.record(d, alpha, cg, dhd, start_sr)
+        if first_out:
+            return cg.step(), cg.sr, cg.sms, steps, True
         if np.sqrt(cg.sms) > delta:
             cg.move(-alpha, hd)  # back inside, then along d to the boundary
             on_boundary = True
