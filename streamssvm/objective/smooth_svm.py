@@ -289,9 +289,9 @@ class SmoothSVMObjective:
         """The columns Hessian products at ``state`` read from held data: a copy of the
         transpose restricted to the rows with curvature, made by the first call at
         ``state`` if at most 3/4 of the rows have curvature and it fits
-        (:meth:`_copy_room`), else the transpose. On news20 a product took 11.8 ms from
-        the transpose and 8.3 ms from the copy (squared hinge, 42-48% of the rows curved),
-        7.9 and 4.4 ms at 10%; a copy costs 13-15 ms, and makes CG's vectors shorter
+        (:meth:`_copy_room`), else the transpose. On news20 a product took 5.9-6.1 ms
+        from the transpose and 2.2-2.3, 3.3 and 4.1-4.2 ms from copies of 30%, 50% and
+        70% of the rows; a copy costs 8-9 ms, and makes CG's vectors shorter
         (:meth:`newton_system`). The copy is written over the last one, into arrays as
         large as the transpose, of which it touches only what it needs. It depends on
         the state alone, so a run resumed from a checkpoint takes its products from the
