@@ -45,7 +45,9 @@ _made = contextvars.ContextVar("streamssvm_bars", default=None)
 @contextlib.contextmanager
 def closing_bars():
     """Close the bars made inside on any exit: a run interrupted or failed leaves none open
-    (its next output went on the bar's line, and the bar was drawn again when collected)."""
+    (its next output went on the bar's line, and the bar was drawn again when collected).
+    Every solver is decorated with it (``@closing_bars()``): it closes its bars however it
+    ends, called directly or by ``train_stream``."""
     token = _made.set(weakref.WeakSet())
     try:
         yield

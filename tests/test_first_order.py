@@ -634,6 +634,31 @@ def test_an_interrupted_run_closes_its_bar(data, solver, capsys):
     assert source.reads == 15
 
 
+@pytest.mark.parametrize("solver", sorted(SOLVERS))
+def test_a_solver_called_directly_closes_its_bar_however_it_ends(data, solver, capsys):
+    """A solver called outside train_stream left its bar open when its run was interrupted
+    (or failed): only train_stream closed it. Each solver now closes its bars itself."""
+    from tqdm import tqdm
+
+    source = _InterruptedSource(*data, at=15)  # in the first iterations, after the start
+    objective = SmoothSVMObjective(source, "psi_g", LAM, hold=False)
+    before = set(tqdm._instances)
+    with pytest.raises(KeyboardInterrupt) as interrupted:  # keeps the run's frames alive
+        SOLVERS[solver](objective, tol=0.0, max_iter=10, progress=True)
+    assert set(tqdm._instances) == before
+    assert capsys.readouterr().err.endswith("]\n")  # drawn, then closed
+    assert source.reads == 15
+
+
+@pytest.mark.parametrize("solver", ["tron", "lbfgs", "saga", "sdca"])
+def test_an_unconverged_solver_warns_at_the_line_that_called_it(data, solver):
+    """A solver's ConvergenceWarning names the line that called it, not the wrapper that
+    closes its bars."""
+    with pytest.warns(ConvergenceWarning) as record:
+        SOLVERS[solver](_objective(_source(data)), tol=0.0, max_iter=1)
+    assert {w.filename for w in record if w.category is ConvergenceWarning} == {__file__}
+
+
 def test_cli_reports_a_diverged_run_in_one_line(data, tmp_path, capsys):
     """A stochastic run that diverged printed FloatingPointError's traceback."""
     from streamssvm.cli import main

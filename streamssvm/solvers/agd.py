@@ -19,12 +19,14 @@ Computational Mathematics 15 (2015).
 
 import math
 
+from .._progress import closing_bars
 from .common import Run, line_search
 from .gd import initial_step
 
 GROWTH = 1.25
 
 
+@closing_bars()
 def agd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=1000,
         max_seconds=None, progress=False):
     """Minimise ``objective`` by Nesterov's accelerated gradient method.

@@ -18,6 +18,11 @@ class ConvergenceWarning(UserWarning):
     """A solver stopped before its stopping rule was met."""
 
 
+# the stacklevel of a ConvergenceWarning warned by a run's result(): the solver's caller,
+# past the solver and its closing_bars() wrapper
+CALLER = 4
+
+
 @dataclass
 class SolverResult:
     """The minimiser found and how it was reached.
@@ -242,7 +247,8 @@ def bar_label(name, progress):
 
 class Run:
     """Book-keeping of a second-order or full-gradient solver: start point, stopping
-    threshold, history, progress bar, checkpoints and the final result. ``run.state`` is
+    threshold, history, progress bar (closed by :meth:`result`, or by the solver's
+    ``closing_bars`` however the run ends), checkpoints and the final result. ``run.state`` is
     the current PointState; ``run.resumed`` the solver scalars of the checkpoint resumed
     from (empty on a fresh start); ``run.stopped`` the message of a run that stopped for
     the solver's own reason (a line search failed, too small a decrease: no budget would
@@ -356,7 +362,7 @@ class Run:
         else:
             warnings.warn(f"{self.name} stopped unconverged ({message}): ||grad|| = "
                           f"{self.state.grad_norm:.3g} > {self.threshold:.3g}", ConvergenceWarning,
-                          stacklevel=3)
+                          stacklevel=CALLER)
         return SolverResult(w=self.state.w, f=self.state.f, grad_norm=self.state.grad_norm,
                             n_iter=self.iteration, converged=converged, message=message,
                             passes=self.objective.passes, seconds=time.perf_counter() - self.start,

@@ -14,6 +14,7 @@ Y. Nesterov, Introductory Lectures on Convex Optimization (2004), section 2.1.5.
 
 import numpy as np
 
+from .._progress import closing_bars
 from .common import Run, line_search
 
 
@@ -22,6 +23,7 @@ def initial_step(state):
     return 1.0 / max(state.grad_norm, np.finfo(float).tiny)
 
 
+@closing_bars()
 def gd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=1000,
        max_seconds=None, progress=False, checkpoint=None):
     """Minimise ``objective`` by gradient descent with backtracking.

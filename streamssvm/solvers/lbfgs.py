@@ -18,6 +18,7 @@ from collections import deque
 
 import numpy as np
 
+from .._progress import closing_bars
 from .common import Run, line_search
 from .gd import initial_step
 
@@ -37,6 +38,7 @@ def _two_loop(g, pairs):
     return q
 
 
+@closing_bars()
 def lbfgs(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=1000,
           memory=10, max_seconds=None, progress=False):
     """Minimise ``objective`` by L-BFGS.

@@ -21,6 +21,7 @@ Newton frameworks for large-scale linear classification", ACML 2018.
 
 import numpy as np
 
+from .._progress import closing_bars
 from .common import (OVERFLOW, PreconditionedCG, Run, check_seed, diag_preconditioner,
                      line_search)
 
@@ -57,6 +58,7 @@ def _newton_cg(system, precond, eps_cg, cg):
     return cg.step(), steps
 
 
+@closing_bars()
 def newton(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=1000,
            eps_cg=0.5, preconditioner=True, hessian_sample=None, seed=0, max_seconds=None,
            progress=False, checkpoint=None):

@@ -20,6 +20,7 @@ gradient", Mathematical Programming 162 (2017): the just-in-time sparse updates.
 
 import numpy as np
 
+from .._progress import closing_bars
 from ..kernels import stochastic as sk
 from .stochastic import EpochRun, per_sample_array, saved_array
 
@@ -43,6 +44,7 @@ def step_size(objective, step, factor):
     return float(step)
 
 
+@closing_bars()
 def saga(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=50,
          step=None, seed=0, eval_every=1, max_seconds=None, memory_limit=None, progress=False,
          checkpoint=None):

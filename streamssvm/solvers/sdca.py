@@ -63,6 +63,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numba
 import numpy as np
 
+from .._progress import closing_bars
 from ..kernels import stochastic as sk
 from .common import start_state
 from .stochastic import EpochRun, per_sample_array
@@ -85,6 +86,7 @@ def dual_objective(objective, dual, w):
     return loss - 0.5 * objective.lam * float(w @ w)
 
 
+@closing_bars()
 def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=100,
          gap_tol=None, inner_epochs=1, seed=0, eval_every=2, shrinking=True, overlap=True,
          max_seconds=None, memory_limit=None, progress=False, checkpoint=None):

@@ -29,6 +29,7 @@ import numba
 import numpy as np
 
 from .._memory import available_memory_bytes
+from .._progress import closing_bars
 from ..kernels import stochastic as sk
 from ..losses._scalar import derivatives_with_params
 from .stochastic import EpochRun, saved_array
@@ -289,6 +290,7 @@ def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
                 dict(learning_rate=learning_rate, eta0=eta0, power_t=power_t, project=project))
 
 
+@closing_bars()
 def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every, max_seconds,
          seed, progress, checkpoint, average, delay, schedule_options):
     check_delay(delay, schedule_options["project"])

@@ -20,7 +20,7 @@ import numpy as np
 
 from .._memory import available_memory_bytes
 from .._progress import progress_bar
-from .common import (ConvergenceWarning, SolverResult, bar_label, check_max_seconds,
+from .common import (CALLER, ConvergenceWarning, SolverResult, bar_label, check_max_seconds,
                      check_seed, start_state, stopping_threshold)
 
 
@@ -66,7 +66,9 @@ class EpochEnd:
 
 
 class EpochRun:
-    """Book-keeping of a stochastic solver: seed, epochs, evaluations, history, result.
+    """Book-keeping of a stochastic solver: seed, epochs, evaluations, history, progress
+    bar (closed by :meth:`result`, or by the solver's ``closing_bars`` however the run
+    ends), result.
 
     ``state`` is the PointState of the last evaluation. Use::
 
@@ -251,7 +253,7 @@ class EpochRun:
         elif not converged:
             warnings.warn(f"{self.name} stopped unconverged ({self.message}): ||grad|| = "
                           f"{self.state.grad_norm:.3g} > {self.threshold:.3g}",
-                          ConvergenceWarning, stacklevel=3)
+                          ConvergenceWarning, stacklevel=CALLER)
         return SolverResult(w=self.state.w, f=self.state.f, grad_norm=self.state.grad_norm,
                             n_iter=self.epoch, converged=converged, message=self.message,
                             passes=self.objective.passes,

@@ -20,11 +20,13 @@ reduction", NIPS 2013.
 
 import numpy as np
 
+from .._progress import closing_bars
 from ..kernels import stochastic as sk
 from .saga import step_size
 from .stochastic import EpochRun, per_sample_array
 
 
+@closing_bars()
 def svrg(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=50,
          step=None, seed=0, max_seconds=None, memory_limit=None, progress=False,
          checkpoint=None):

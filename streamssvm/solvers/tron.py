@@ -28,6 +28,7 @@ Newton frameworks for large-scale linear classification", ACML 2018 (M = 0.99 I 
 import numpy as np
 
 from .._memory import available_memory_bytes
+from .._progress import closing_bars
 from .common import (OVERFLOW, PreconditionedCG, Run, backtracking, diag_preconditioner,
                      m_dot)
 
@@ -149,6 +150,7 @@ def _trust_region_cg(system, precond, delta, forcing, cg, path=None):
     return cg.step(), cg.sr, cg.sms, steps, on_boundary
 
 
+@closing_bars()
 def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=1000,
          forcing="constant", xi=0.1, kappa=1.0, preconditioner=False, backtrack=False,
          reuse_cg=True, max_seconds=None, progress=False, checkpoint=None):
