@@ -1,5 +1,5 @@
 """Tests of the data tools: make_synthetic, make_news20, bench_convert, bench_checksums,
-bench_auto and corrupt_store (in tools/)."""
+bench_auto and corrupt_store (in tools/), and of every tool's refusal of a missing input."""
 
 import gzip
 import importlib
@@ -382,7 +382,7 @@ def test_bench_auto_cuts_the_first_file_unless_cut_from(tmp_path, capsys):
 @pytest.mark.parametrize("lams", ["0", "1e-4,-1e-5", "nan", "inf", "abc", "1e-4,,1e-5", ""])
 def test_bench_auto_refuses_bad_lambdas(tmp_path, capsys, lams):
     with pytest.raises(SystemExit) as exc:
-        bench_auto.main([str(tmp_path / "unread.svm"), "--lams", lams])
+        bench_auto.main([str(_unread(tmp_path)), "--lams", lams])
     assert exc.value.code == 2
     assert (f"argument --lams: must be comma-separated positive finite numbers, got {lams!r}"
             in capsys.readouterr().err)
@@ -392,7 +392,7 @@ def test_bench_auto_refuses_bad_lambdas(tmp_path, capsys, lams):
 def test_bench_auto_refuses_bad_column_counts(tmp_path, capsys, cut):
     """A count that was not an integer got argparse's "invalid _column_counts value"."""
     with pytest.raises(SystemExit) as exc:
-        bench_auto.main([str(tmp_path / "unread.svm"), "--cut", cut])
+        bench_auto.main([str(_unread(tmp_path)), "--cut", cut])
     assert exc.value.code == 2
     assert (f"argument --cut: must be comma-separated column counts (integers >= 1), got "
             f"{cut!r}" in capsys.readouterr().err)
@@ -405,7 +405,7 @@ def test_bench_auto_refuses_bad_column_counts(tmp_path, capsys, cut):
 @pytest.mark.parametrize("flips", ["0", "-3"])
 def test_corrupt_store_refuses_no_flips(tmp_path, capsys, flips):
     with pytest.raises(SystemExit) as exc:
-        corrupt_store.main([str(tmp_path / "unread.h5"), "--flips", flips])
+        corrupt_store.main([str(_unread(tmp_path)), "--flips", flips])
     assert exc.value.code == 2
     assert f"argument --flips: must be >= 1, got {flips}" in capsys.readouterr().err
 
@@ -425,6 +425,46 @@ def test_corrupt_store_refuses_a_missing_or_unreadable_store(tmp_path, capsys):
     assert exc.value.code == 1
     err = capsys.readouterr().err
     assert f": error: {text}: not a readable HDF5 store (" in err and err.count("\n") == 1
+
+
+# ----------------------------------------------------------------------------------------
+# every tool: a missing input
+# ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("tool, options, argument", [
+    ("bench_auto", ["{missing}"], "train"),
+    ("bench_auto", ["{file}", "{missing}"], "train"),
+    ("bench_auto", ["{file}", "--cut", "10", "--cut-from", "{missing}"], "--cut-from"),
+    ("bench_convert", ["{missing}"], "src"),
+    ("bench_convert", ["--bound-check", "--bound-file", "{missing}"], "--bound-file"),
+    ("bench_convert", ["--bound-check", "--bound-small-file", "{missing}"],
+     "--bound-small-file"),
+    ("bench_checksums", ["{missing}"], "svmlight"),
+    ("corrupt_store", ["{missing}"], "store"),
+    ("make_news20", ["--tar", "{missing}"], "--tar"),
+])
+def test_tools_refuse_a_missing_input_when_parsing(tmp_path, python_env, tool, options,
+                                                   argument):
+    """The bench tools ended in a FileNotFoundError's traceback (some after minutes of
+    work); a folder is named as one."""
+    file = _unread(tmp_path)
+    for missing, what in ((tmp_path / "missing.svm", "no such file"),
+                          (tmp_path, "a folder, not a file")):
+        run = subprocess.run([sys.executable, os.path.join(TOOLS, f"{tool}.py"),
+                              *(o.format(missing=missing, file=file) for o in options)],
+                             env=python_env, capture_output=True, text=True, timeout=120)
+        assert run.returncode == 2 and "Traceback" not in run.stderr
+        assert run.stderr.splitlines()[-1] == (f"{tool}.py: error: argument {argument}: "
+                                               f"{what}: {str(missing)!r}")
+    assert os.listdir(tmp_path) == [file.name]
+
+
+def _unread(tmp_path):
+    """A file that exists, for the argument that must, in a test that stops before reading
+    it."""
+    path = tmp_path / "unread.svm"
+    path.write_bytes(b"+1 1:1\n")
+    return path
 
 
 def make_synthetic_nnz(path):

@@ -24,6 +24,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from bench_solvers import load  # noqa: E402
+from tool_args import existing_file  # noqa: E402
 
 from streamssvm import ConvergenceWarning, train_stream  # noqa: E402
 from streamssvm.losses import get_loss  # noqa: E402
@@ -88,13 +89,14 @@ _lambdas = _numbers(float, lambda lam: 0 < lam < np.inf, "positive finite number
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("train", nargs="+", help="svmlight files (.xz read as is)")
+    p.add_argument("train", nargs="+", type=existing_file, help="svmlight files (.xz read as is)")
     p.add_argument("--lams", type=_lambdas, default="1e-4,1e-5,1e-6",
                    help="comma-separated regularization strengths (> 0)")
     p.add_argument("--cut", type=_column_counts, default=[],
                    help="comma-separated column counts to cut --cut-from to")
-    p.add_argument("--cut-from", help="svmlight file to cut to its most frequent columns "
-                   "(default: the first TRAIN file)")
+    p.add_argument("--cut-from", type=existing_file,
+                   help="svmlight file to cut to its most frequent columns (default: the "
+                        "first TRAIN file)")
     args = p.parse_args(argv)
     if args.cut_from and not args.cut:
         p.error("argument --cut-from: needs --cut (the column counts to cut it to)")

@@ -29,6 +29,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tool_args import existing_file  # noqa: E402
 from streamssvm.data.convert import convert_svmlight  # noqa: E402  (this checkout's package)
 from streamssvm.data.store import Store, write_store  # noqa: E402
 from streamssvm.objective import SmoothSVMObjective  # noqa: E402
@@ -44,7 +45,7 @@ def read_pass(store):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("svmlight", help="text file to convert")
+    parser.add_argument("svmlight", type=existing_file, help="text file to convert")
     parser.add_argument("--passes", type=int, default=7, help="timed passes (>= 1)")
     parser.add_argument("--workdir", help="keep the stores here, created if missing "
                         "(default: a temporary folder)")

@@ -38,6 +38,8 @@ import sys
 import tempfile
 import time
 
+from tool_args import existing_file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(HERE)
 DEFAULT_WORK_DIR = os.path.join(REPO_ROOT, "bench-data")
@@ -308,7 +310,8 @@ def bound_check(args, options, work_dir, cleanup):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("src", nargs="?", help="svmlight file (plain, .gz, .bz2, .xz)")
+    ap.add_argument("src", nargs="?", type=existing_file,
+                    help="svmlight file (plain, .gz, .bz2, .xz)")
     ap.add_argument("--synthetic-bytes", help="generate a synthetic file of this size (e.g. "
                     "1G) with make_synthetic.py instead of giving SRC")
     ap.add_argument("--work-dir", default=DEFAULT_WORK_DIR, help="for generated files and "
@@ -327,10 +330,10 @@ def main(argv=None):
     ap.add_argument("--bound-check", action="store_true",
                     help="show bounded memory on a file >= 10x the cap")
     ap.add_argument("--bound-cap", type=int, default=400, help="cap (MB) of the bound check")
-    ap.add_argument("--bound-file", help="large file for the bound check (default: generate "
-                    "--bound-bytes)")
+    ap.add_argument("--bound-file", type=existing_file,
+                    help="large file for the bound check (default: generate --bound-bytes)")
     ap.add_argument("--bound-bytes", default="4G")
-    ap.add_argument("--bound-small-file", help="small file for the bound check")
+    ap.add_argument("--bound-small-file", type=existing_file, help="small file for the bound check")
     ap.add_argument("--bound-small-bytes", default="50M")
     for name in ("--child", "--child-src", "--child-dst", "--child-options"):
         ap.add_argument(name, help=argparse.SUPPRESS)

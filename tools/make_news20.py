@@ -56,6 +56,8 @@ import time
 
 import numpy as np
 
+from tool_args import existing_file
+
 DEFAULT_TAR = "/work/shared/data/20news-bydate.tar.gz"
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_OUT_DIR = os.path.join(REPO_ROOT, "bench-data")
@@ -269,7 +271,7 @@ def _positive_int(text):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--tar", default=DEFAULT_TAR, help="20news-bydate.tar.gz")
+    ap.add_argument("--tar", default=DEFAULT_TAR, type=existing_file, help="20news-bydate.tar.gz")
     ap.add_argument("--out-dir", default=DEFAULT_OUT_DIR,
                     help="output folder, created if missing")
     ap.add_argument("--max-per-group", type=_positive_int,
@@ -282,9 +284,6 @@ def main(argv=None):
     ap.add_argument("--no-combined", action="store_true", help="do not write news20.svm")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
-    if not os.path.isfile(args.tar):
-        ap.error(f"argument --tar: no such file: {args.tar!r} (give the path of "
-                 f"20news-bydate.tar.gz)")
     if os.path.exists(args.out_dir) and not os.path.isdir(args.out_dir):
         ap.error(f"argument --out-dir: {args.out_dir!r} exists and is not a folder")
     return build(args.tar, args.out_dir, max_per_group=args.max_per_group,

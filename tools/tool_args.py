@@ -1,0 +1,13 @@
+"""Argparse types the tools share: an input path is checked when the arguments are parsed, so
+that a wrong one ends in ``error: argument NAME: ...`` (exit 2), not in a traceback."""
+
+import argparse
+import os
+
+
+def existing_file(path):
+    """``path`` if it is a file; else an error naming it."""
+    if not os.path.isfile(path):
+        what = "a folder, not a file" if os.path.isdir(path) else "no such file"
+        raise argparse.ArgumentTypeError(f"{what}: {path!r}")
+    return path
