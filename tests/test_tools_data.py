@@ -442,11 +442,28 @@ def test_corrupt_store_refuses_a_missing_or_unreadable_store(tmp_path, capsys):
     ("bench_checksums", ["{missing}"], "svmlight"),
     ("corrupt_store", ["{missing}"], "store"),
     ("make_news20", ["--tar", "{missing}"], "--tar"),
+    ("bench_encodings", ["{missing}"], "train"),
+    ("bench_encodings", ["{file}", "--test", "{missing}"], "--test"),
+    ("bench_encodings", ["{file}", "--ooc-store", "{file}", "--ooc-store", "{missing}"],
+     "--ooc-store"),
+    ("bench_distributed", ["--store", "{missing}"], "--store"),
+    ("bench_distributed", ["--svm", "{missing}"], "--svm"),
+    ("bench_solvers", ["--train", "{missing}"], "--train"),
+    ("bench_solvers", ["--train", "{file}", "--ooc", "{missing}"], "--ooc"),
+    ("bench_tron", ["--train", "{missing}"], "--train"),
+    ("bench_tron", ["--train", "{file}", "--test", "{missing}"], "--test"),
+    ("bench_tron", ["--train", "{file}", "--ooc", "--ooc-store", "{missing}"], "--ooc-store"),
+    ("reproduce", ["run", "{missing}", "--name", "x", "--sigma-log2", "-3"], "data"),
+    ("reproduce", ["render", "{missing}"], "results"),
+    ("reproduce", ["report", "{file}", "{missing}", "--out", "{file}.md"], "results"),
+    ("kill_convert", ["{missing}"], "input"),
+    ("kill_convert", ["{file}", "--old", "{missing}"], "--old"),
+    ("kill_train", ["{missing}"], "store"),
 ])
 def test_tools_refuse_a_missing_input_when_parsing(tmp_path, python_env, tool, options,
                                                    argument):
-    """The bench tools ended in a FileNotFoundError's traceback (some after minutes of
-    work); a folder is named as one."""
+    """The bench, kill and reproduce tools ended in a traceback (FileNotFoundError,
+    StoreError, CalledProcessError; some after minutes of work); a folder is named as one."""
     file = _unread(tmp_path)
     for missing, what in ((tmp_path / "missing.svm", "no such file"),
                           (tmp_path, "a folder, not a file")):
@@ -454,8 +471,9 @@ def test_tools_refuse_a_missing_input_when_parsing(tmp_path, python_env, tool, o
                               *(o.format(missing=missing, file=file) for o in options)],
                              env=python_env, capture_output=True, text=True, timeout=120)
         assert run.returncode == 2 and "Traceback" not in run.stderr
-        assert run.stderr.splitlines()[-1] == (f"{tool}.py: error: argument {argument}: "
-                                               f"{what}: {str(missing)!r}")
+        error = run.stderr.splitlines()[-1]  # "reproduce.py run: error: ..." for a subcommand
+        assert error.startswith(f"{tool}.py") and error.endswith(
+            f": error: argument {argument}: {what}: {str(missing)!r}")
     assert os.listdir(tmp_path) == [file.name]
 
 

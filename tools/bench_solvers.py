@@ -39,6 +39,7 @@ from streamssvm.data import InMemorySource, Store  # noqa: E402
 from streamssvm.kernels.linear import _share, prefetch_rows, row_dot  # noqa: E402
 from streamssvm.objective import SmoothSVMObjective  # noqa: E402
 from streamssvm.solvers import SOLVERS, STOCHASTIC  # noqa: E402
+from tool_args import existing_file  # noqa: E402
 
 BIN = os.path.join(os.path.dirname(ROOT), "shared", "bin")
 
@@ -185,14 +186,15 @@ def plot(curves, f_star, title, path):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--train", required=True)
+    p.add_argument("--train", required=True, type=existing_file)
     p.add_argument("--lam", type=float, default=1e-5)
     p.add_argument("--loss", default="psi_g:sigma=0.125")
     p.add_argument("--epochs", type=int, default=5)
     p.add_argument("--rounds", type=int, default=5, help="rounds of (a)")
     p.add_argument("--delay", type=int, default=16,
                    help="SGD's delay for a row of (a) (0: none; default %(default)s)")
-    p.add_argument("--ooc", metavar="STORE", help="store for the out-of-core SGD epoch")
+    p.add_argument("--ooc", metavar="STORE", type=existing_file,
+                   help="store for the out-of-core SGD epoch")
     p.add_argument("--cap-mb", type=int, default=500)
     p.add_argument("--budget", type=float, default=30.0, help="seconds per solver in (c)")
     p.add_argument("--plot", metavar="PNG")

@@ -44,6 +44,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 from streamssvm import convert_svmlight, train_stream  # noqa: E402
 from streamssvm.data import InMemorySource, Store  # noqa: E402
 from streamssvm.objective import SmoothSVMObjective  # noqa: E402
+from tool_args import existing_file  # noqa: E402
 
 BIN = os.path.join(os.path.dirname(ROOT), "shared", "bin")
 
@@ -379,8 +380,9 @@ def section_startup(args):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--train", required=True, help="svmlight training file")
-    parser.add_argument("--test", help="svmlight test file (same width)")
+    parser.add_argument("--train", required=True, type=existing_file,
+                        help="svmlight training file")
+    parser.add_argument("--test", type=existing_file, help="svmlight test file (same width)")
     parser.add_argument("--lam", type=float, default=1e-5)
     parser.add_argument("--eps", type=float, default=0.01)
     parser.add_argument("--sigmas", default="2^-3,2^-6",
@@ -389,7 +391,8 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--ooc", action="store_true", help="run (d), the out-of-core section")
     parser.add_argument("--ooc-gb", type=float, default=2.0, help="size of the out-of-core store")
-    parser.add_argument("--ooc-store", help="an existing store for (d) instead of a generated one")
+    parser.add_argument("--ooc-store", type=existing_file,
+                        help="an existing store for (d) instead of a generated one")
     parser.add_argument("--ooc-iters", type=int, default=5)
     parser.add_argument("--cap-mb", type=int, default=400)
     parser.add_argument("--sections", default="abcefg",

@@ -39,6 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from corrupt_store import read_everything, same_contents  # noqa: E402
 from streamssvm.data.convert import convert_svmlight  # noqa: E402  (this checkout's package)
 from streamssvm.data.verify import verify_store  # noqa: E402
+from tool_args import existing_file  # noqa: E402
 
 
 def _contents(path):
@@ -120,9 +121,9 @@ def run(src, old_src, workdir, n_kills, seed=0, options=None):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("input", help="svmlight text to convert")
-    parser.add_argument("--old", help="text for the older store (default: the input's first "
-                                      "half)")
+    parser.add_argument("input", type=existing_file, help="svmlight text to convert")
+    parser.add_argument("--old", type=existing_file,
+                        help="text for the older store (default: the input's first half)")
     parser.add_argument("--kills", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)

@@ -56,6 +56,7 @@ from streamssvm.experiments import (Settings, comparison_tables, make_folds,  # 
 from streamssvm.experiments.report import (RESULTS_FORMAT, RESULTS_VERSION,  # noqa: E402
                                            plot_convergence, plot_sweep)
 from streamssvm.experiments.runner import SWEEP_LOG2_SIGMAS  # noqa: E402
+from tool_args import existing_file  # noqa: E402
 
 PARTS = ("methods", "sweep", "convergence")
 
@@ -208,7 +209,7 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="command", required=True)
     p = run_parser = sub.add_parser("run", help="run the experiments on one data set",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("data", help="svmlight file (.gz/.bz2/.xz too) or store")
+    p.add_argument("data", type=existing_file, help="svmlight file (.gz/.bz2/.xz too) or store")
     p.add_argument("--name", required=True, help="data set name (output file names)")
     p.add_argument("--sigma-log2", type=float, required=True,
                    help="log2 of psi_G / psi_M's sigma for the methods and convergence")
@@ -244,11 +245,11 @@ def main(argv=None):
     p.set_defaults(func=run)
     p = sub.add_parser("render", help="summarise results files again and rewrite their "
                        "tables and figures (beside them)")
-    p.add_argument("results", nargs="+")
+    p.add_argument("results", nargs="+", type=existing_file)
     p.add_argument("--no-plots", action="store_true")
     p.set_defaults(func=render)
     p = sub.add_parser("report", help="Tables 2 and 3 across results files")
-    p.add_argument("results", nargs="+")
+    p.add_argument("results", nargs="+", type=existing_file)
     p.add_argument("--out", required=True)
     p.set_defaults(func=report)
     args = parser.parse_args(argv)
