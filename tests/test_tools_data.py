@@ -13,6 +13,8 @@ import tarfile
 import numpy as np
 import pytest
 
+from streamssvm import convert_svmlight
+
 sklearn_datasets = pytest.importorskip("sklearn.datasets")
 
 TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
@@ -402,29 +404,32 @@ def test_bench_auto_refuses_bad_column_counts(tmp_path, capsys, cut):
 # corrupt_store
 # ----------------------------------------------------------------------------------------
 
+@pytest.fixture
+def small_store(tmp_path):
+    src = tmp_path / "s.svm"
+    make_synthetic.generate(src, n_rows=300, **SMALL)
+    convert_svmlight(src, tmp_path / "s.h5", progress=False)
+    return tmp_path / "s.h5"
+
+
 @pytest.mark.parametrize("flips", ["0", "-3"])
-def test_corrupt_store_refuses_no_flips(tmp_path, capsys, flips):
+def test_corrupt_store_refuses_no_flips(small_store, capsys, flips):
     with pytest.raises(SystemExit) as exc:
-        corrupt_store.main([str(_unread(tmp_path)), "--flips", flips])
+        corrupt_store.main([str(small_store), "--flips", flips])
     assert exc.value.code == 2
     assert f"argument --flips: must be >= 1, got {flips}" in capsys.readouterr().err
 
 
-def test_corrupt_store_refuses_a_missing_or_unreadable_store(tmp_path, capsys):
-    """Both ended in a StoreError's traceback."""
-    missing = str(tmp_path / "missing.h5")
+def test_corrupt_store_refuses_a_store_with_a_damaged_block(small_store, capsys):
+    """It ended in a StoreError's traceback (a missing store or one that does not open is
+    refused earlier, see test_tools_refuse_*)."""
+    k, name, offset, _ = corrupt_store.dataset_extents(small_store)[0]
+    corrupt_store.flip_bit(small_store, offset, 0)
     with pytest.raises(SystemExit) as exc:
-        corrupt_store.main([missing])
-    assert exc.value.code == 2
-    assert capsys.readouterr().err.endswith(f"error: argument store: no such file: "
-                                            f"{missing!r}\n")
-    text = tmp_path / "text.h5"
-    text.write_text("not a store\n")
-    with pytest.raises(SystemExit) as exc:
-        corrupt_store.main([str(text)])
+        corrupt_store.main([str(small_store)])
     assert exc.value.code == 1
     err = capsys.readouterr().err
-    assert f": error: {text}: not a readable HDF5 store (" in err and err.count("\n") == 1
+    assert f": error: {small_store}: block {k}: dataset {name} " in err and err.count("\n") == 1
 
 
 # ----------------------------------------------------------------------------------------
@@ -444,8 +449,7 @@ def test_corrupt_store_refuses_a_missing_or_unreadable_store(tmp_path, capsys):
     ("make_news20", ["--tar", "{missing}"], "--tar"),
     ("bench_encodings", ["{missing}"], "train"),
     ("bench_encodings", ["{file}", "--test", "{missing}"], "--test"),
-    ("bench_encodings", ["{file}", "--ooc-store", "{file}", "--ooc-store", "{missing}"],
-     "--ooc-store"),
+    ("bench_encodings", ["{file}", "--ooc-store", "{missing}"], "--ooc-store"),
     ("bench_distributed", ["--store", "{missing}"], "--store"),
     ("bench_distributed", ["--svm", "{missing}"], "--svm"),
     ("bench_solvers", ["--train", "{missing}"], "--train"),
@@ -467,14 +471,40 @@ def test_tools_refuse_a_missing_input_when_parsing(tmp_path, python_env, tool, o
     file = _unread(tmp_path)
     for missing, what in ((tmp_path / "missing.svm", "no such file"),
                           (tmp_path, "a folder, not a file")):
-        run = subprocess.run([sys.executable, os.path.join(TOOLS, f"{tool}.py"),
-                              *(o.format(missing=missing, file=file) for o in options)],
-                             env=python_env, capture_output=True, text=True, timeout=120)
-        assert run.returncode == 2 and "Traceback" not in run.stderr
-        error = run.stderr.splitlines()[-1]  # "reproduce.py run: error: ..." for a subcommand
-        assert error.startswith(f"{tool}.py") and error.endswith(
-            f": error: argument {argument}: {what}: {str(missing)!r}")
+        code, error = _run_tool(tool, [o.format(missing=missing, file=file) for o in options],
+                                python_env)
+        assert code == 2 and error.startswith(f"{tool}.py")  # "reproduce.py run" for a command
+        assert error.endswith(f": error: argument {argument}: {what}: {str(missing)!r}")
     assert os.listdir(tmp_path) == [file.name]
+
+
+@pytest.mark.parametrize("tool, options, argument", [
+    ("corrupt_store", [], "store"),
+    ("kill_train", [], "store"),
+    ("bench_distributed", ["--store"], "--store"),
+    ("bench_encodings", ["{file}", "--ooc-store"], "--ooc-store"),
+    ("bench_solvers", ["--train", "{file}", "--ooc"], "--ooc"),
+    ("bench_tron", ["--train", "{file}", "--ooc", "--ooc-store"], "--ooc-store"),
+])
+def test_tools_refuse_a_file_that_is_not_a_store_when_parsing(tmp_path, python_env, tool,
+                                                               options, argument):
+    """Each opened it later: a StoreError's traceback (kill_train: its child's, then a
+    CalledProcessError), corrupt_store's one line but after the parsing (exit 1)."""
+    file = _unread(tmp_path)
+    code, error = _run_tool(tool, [o.format(file=file) for o in options] + [str(file)],
+                            python_env)
+    assert code == 2 and error.startswith(f"{tool}.py: error: argument {argument}: {file}: "
+                                          f"not a readable HDF5 store (")
+    assert os.listdir(tmp_path) == [file.name]
+
+
+def _run_tool(tool, args, python_env):
+    """``tools/TOOL.py ARGS`` in a child: its exit code and the last line of its stderr,
+    which must hold no traceback."""
+    run = subprocess.run([sys.executable, os.path.join(TOOLS, f"{tool}.py"), *map(str, args)],
+                         env=python_env, capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in run.stderr, run.stderr
+    return run.returncode, run.stderr.splitlines()[-1]
 
 
 def _unread(tmp_path):

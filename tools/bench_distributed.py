@@ -34,7 +34,7 @@ sys.path.insert(0, ROOT)
 
 from streamssvm import Store, convert_svmlight  # noqa: E402
 from streamssvm.objective import SmoothSVMObjective  # noqa: E402
-from tool_args import existing_file  # noqa: E402
+from tool_args import existing_file, existing_store  # noqa: E402
 
 
 def timed(fn, repeats):
@@ -161,7 +161,7 @@ def section_reduction(args):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     source = ap.add_mutually_exclusive_group(required=True)
-    source.add_argument("--store", type=existing_file, help="a store")
+    source.add_argument("--store", type=existing_store, help="a store")
     source.add_argument("--svm", type=existing_file,
                         help="svmlight text, converted into a temporary store")
     ap.add_argument("--loss", default="psi_g")

@@ -34,7 +34,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from bench_tron import _READ, run_capped  # noqa: E402
-from tool_args import existing_file  # noqa: E402
+from tool_args import existing_file, existing_store  # noqa: E402
 from streamssvm import convert_svmlight, train_stream  # noqa: E402
 from streamssvm.data import Store, StoreWriter, write_store  # noqa: E402
 from streamssvm.objective import SmoothSVMObjective  # noqa: E402
@@ -200,7 +200,7 @@ def main(argv=None):
     p.add_argument("--test", type=existing_file)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--sections", default="ab")
-    p.add_argument("--ooc-store", action="append", default=[], type=existing_file,
+    p.add_argument("--ooc-store", action="append", default=[], type=existing_store,
                    help="a plain store for (c) (repeatable)")
     p.add_argument("--binary", action="store_true", help="(c) also on binary twins")
     p.add_argument("--cap-mb", type=int, default=500)

@@ -39,7 +39,7 @@ from streamssvm.data import InMemorySource, Store  # noqa: E402
 from streamssvm.kernels.linear import _share, prefetch_rows, row_dot  # noqa: E402
 from streamssvm.objective import SmoothSVMObjective  # noqa: E402
 from streamssvm.solvers import SOLVERS, STOCHASTIC  # noqa: E402
-from tool_args import existing_file  # noqa: E402
+from tool_args import existing_file, existing_store  # noqa: E402
 
 BIN = os.path.join(os.path.dirname(ROOT), "shared", "bin")
 
@@ -193,7 +193,7 @@ def main(argv=None):
     p.add_argument("--rounds", type=int, default=5, help="rounds of (a)")
     p.add_argument("--delay", type=int, default=16,
                    help="SGD's delay for a row of (a) (0: none; default %(default)s)")
-    p.add_argument("--ooc", metavar="STORE", type=existing_file,
+    p.add_argument("--ooc", metavar="STORE", type=existing_store,
                    help="store for the out-of-core SGD epoch")
     p.add_argument("--cap-mb", type=int, default=500)
     p.add_argument("--budget", type=float, default=30.0, help="seconds per solver in (c)")

@@ -44,7 +44,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 from streamssvm import convert_svmlight, train_stream  # noqa: E402
 from streamssvm.data import InMemorySource, Store  # noqa: E402
 from streamssvm.objective import SmoothSVMObjective  # noqa: E402
-from tool_args import existing_file  # noqa: E402
+from tool_args import existing_file, existing_store  # noqa: E402
 
 BIN = os.path.join(os.path.dirname(ROOT), "shared", "bin")
 
@@ -391,7 +391,7 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--ooc", action="store_true", help="run (d), the out-of-core section")
     parser.add_argument("--ooc-gb", type=float, default=2.0, help="size of the out-of-core store")
-    parser.add_argument("--ooc-store", type=existing_file,
+    parser.add_argument("--ooc-store", type=existing_store,
                         help="an existing store for (d) instead of a generated one")
     parser.add_argument("--ooc-iters", type=int, default=5)
     parser.add_argument("--cap-mb", type=int, default=400)

@@ -42,7 +42,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from streamssvm.data.store import Store, StoreError  # noqa: E402
 from streamssvm.data.verify import verify_store  # noqa: E402
-from tool_args import existing_file  # noqa: E402
+from tool_args import existing_store  # noqa: E402
 
 
 def read_everything(path):
@@ -142,7 +142,7 @@ def run(path, n_flips, where, seed=0):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("store", type=existing_file)
+    parser.add_argument("store", type=existing_store)
     parser.add_argument("--flips", type=int, default=1000, help="trials (>= 1)")
     parser.add_argument("--where", choices=("anywhere", "data"), default="anywhere")
     parser.add_argument("--seed", type=int, default=0)

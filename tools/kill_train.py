@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from tool_args import existing_file
+from tool_args import existing_store
 
 
 def command(store, model, checkpoint, epochs):
@@ -96,7 +96,7 @@ def run(store, workdir, n_kills, seed=0, epochs=60):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("store", type=existing_file, help="a binary store to train on")
+    parser.add_argument("store", type=existing_store, help="a binary store to train on")
     parser.add_argument("--kills", type=int, default=100)
     parser.add_argument("--epochs", type=int, default=60)
     parser.add_argument("--seed", type=int, default=0)

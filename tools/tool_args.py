@@ -11,3 +11,16 @@ def existing_file(path):
         what = "a folder, not a file" if os.path.isdir(path) else "no such file"
         raise argparse.ArgumentTypeError(f"{what}: {path!r}")
     return path
+
+
+def existing_store(path):
+    """``path`` if it is a file that opens as a store; else an error naming it (a
+    StoreError's message starts with the path and says what is wrong)."""
+    # imported here: the tools without a store argument (make_news20) do not need the package
+    from streamssvm.data.store import Store, StoreError
+
+    try:
+        Store(existing_file(path)).close()
+    except StoreError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return path
