@@ -321,26 +321,58 @@ def test_error_after_blocks_were_written(tmp_path, rng, make_svmlight, write_tex
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.svm", "out.h5"]
 
 
+CR_TEXT = ("carriage return with more text after it on the line: if lines end in CR alone "
+           "(old Mac style), make them newlines first, e.g. tr '\\r' '\\n' < IN > OUT")
+
+
 def test_lines_ended_by_cr_alone_fail_at_the_first_chunk(tmp_path, write_text):
     """Lines ended by CR alone make one line: the whole file was read (19 MB here) before
-    the error; now the first 8 MiB chunk fails. Compressed with a damaged tail, reading to
-    the end would fail otherwise ("cannot decompress")."""
-    text = b"1 1:1 2:0.5\r-1 3:1\r" * 1_000_000
-    expected = (f"line 1 has no newline in its first {DEFAULT_CHUNK_BYTES:,} bytes (column 12 "
-                f"is a carriage return with no newline after it: if the file's lines end in "
-                f"CR alone, make them newlines first, e.g. tr '\\r' '\\n')")
-    for kind in (None, "gz"):
-        src = write_text(text, kind=kind)
-        src.write_bytes(src.read_bytes()[:-30] if kind else text)
-        with pytest.raises(SvmlightFormatError) as info:
-            convert_svmlight(src, tmp_path / "o.h5", progress=False)
-        assert str(info.value) == f"{src}: {expected}"
+    the error; now the first 8 MiB chunk fails, also after lines ended by newlines (two
+    files concatenated: only the first line was checked). Compressed with a damaged tail,
+    reading to the end would fail otherwise ("cannot decompress")."""
+    mac = b"1 1:1 2:0.5\r-1 3:1\r" * 1_000_000
+    for head, line in ((b"", 1), (b"1 1:1\n-1 2:1\n" * 1500, 3001)):
+        for kind in (None, "gz"):
+            src = write_text(head + mac, kind=kind)
+            if kind:
+                src.write_bytes(src.read_bytes()[:-30])
+            with pytest.raises(SvmlightFormatError) as info:
+                convert_svmlight(src, tmp_path / "o.h5", progress=False)
+            assert str(info.value) == f"{src}: line {line}, column 12: {CR_TEXT}"
     assert not (tmp_path / "o.h5").exists()
     # a CRLF file whose long first line is cut between its CR and its newline converts
     line = b"1 " + b" ".join(b"%d:1" % i for i in range(1, 20_000)) + b"\r\n"
     src = write_text(line + b"-1 1:2\r\n")
     s = convert_svmlight(src, tmp_path / "o.h5", progress=False, _chunk_bytes=len(line) - 1)
     assert s["n_samples"] == 2 and s["nnz"] == 20_000
+
+
+def test_lines_ended_by_cr_alone_after_others_refused_at_their_line(tmp_path, rng, make_svmlight,
+                                                                   write_text, capsys):
+    """A file of lines ended by newlines, then by CR alone (two files concatenated, one from
+    an old Mac editor): the CR was read as a blank, so that an error further on said
+    "missing colon in '-1'", or the rows after a comment were dropped without a word. The
+    first CR with text after it on its line is refused, at its line and column, whatever
+    the chunks; the same lines ended by CRLF convert as by newlines."""
+    text = make_svmlight(rng, 3000, 50)
+    mac = b"1 1:1 2:0.5\r-1 3:1\r" * 5000  # 95 kB: longer than a small chunk
+    for tail, column in ((mac, 12), (b"1 4:1 # from a Mac\r" + mac, 19)):
+        src = write_text(text + tail, name="mixed.svm")
+        for chunk in (4096, DEFAULT_CHUNK_BYTES):
+            with pytest.raises(SvmlightFormatError) as info:
+                convert_svmlight(src, tmp_path / "o.h5", block_nnz=100, progress=False,
+                                 _chunk_bytes=chunk)
+            assert str(info.value) == f"{src}: line 3001, column {column}: {CR_TEXT}"
+        assert main(["convert", str(src), str(tmp_path / "o.h5"), "--quiet"]) == 1
+        assert capsys.readouterr().err == (f"streamssvm: error: {src}: line 3001, column "
+                                           f"{column}: {CR_TEXT}\n")
+    assert not (tmp_path / "o.h5").exists()
+    lf = write_text(text + mac.replace(b"\r", b"\n"), name="lf.svm")
+    crlf = write_text(text.replace(b"\n", b"\r\n") + mac.replace(b"\r", b"\r\n"), name="crlf.svm")
+    for src in (lf, crlf):
+        convert_svmlight(src, src.with_suffix(".h5"), block_nnz=100, progress=False,
+                         _chunk_bytes=4096)
+    same_store(lf.with_suffix(".h5"), crlf.with_suffix(".h5"))
 
 
 def test_existing_output_kept_without_overwrite(tmp_path, write_text):

@@ -100,6 +100,9 @@ REFUSED = [
     (b"1 2147483647:1\n-1 0:1\n", "column 2147483647 (zero-based)", "does not fit in 32 bits"),
     (b"", "a 0 x 1 matrix", "no data lines"),
     (b"# header only\n\n", "a 0 x 1 matrix", "no data lines"),
+    (b"1 1:1\r2:1\n-1 3:1\n", "the CR as a blank", "carriage return with more text after it"),
+    (b"1 1:1 # c\r-1 2:1\n", "one row: the comment runs to the newline",
+     "carriage return with more text after it"),
 ]
 
 

@@ -160,6 +160,8 @@ GRAMMAR_CASES = {
     "labels_01": b"0 1:1\n1 2:1\n0 3:1\n",
     "labels_12": b"2 1:1\n1 2:1\n",
     "blank_line_then_eof_blanks": b"1 1:1\n  \t",
+    # a carriage return that only blanks follow on its line is a blank
+    "cr_then_blanks_before_newline": b"1 1:0.5\r\r\n-1 2:1 \r\t\n# c\r\n\r\n1 3:2 # d\r \r",
 }
 
 
@@ -281,6 +283,8 @@ def test_auto_rebase_checks_width():
 
 
 # --- errors -----------------------------------------------------------------------------------
+CR_TEXT = ("carriage return with more text after it on the line: if lines end in CR alone "
+           "(old Mac style), make them newlines first, e.g. tr '\\r' '\\n' < IN > OUT")
 ERROR_CASES = [
     # text, kwargs, line, column, message fragment
     (b"1 1:0.5\n-1 2:abc\n", {}, 2, 6, "value 'abc' is not a number"),
@@ -323,8 +327,13 @@ ERROR_CASES = [
     (b"# header\n\n1 1:1\r\n1 2:x\r\n", {}, 4, 5, "value 'x'"),
     (b"  1 2:x", {}, 1, 7, "value 'x'"),
     (b"1 1:1\n-1 2:1\n1 2:\t", {}, 3, 5, "missing value"),
-    # lines ended by CR alone are one line: the error says where the first CR is
-    (b"1 1:1\r-1 2:1\r", {}, 1, 7, "column 6 is a carriage return with no newline"),
+    # text after a carriage return on its line: lines ended by CR alone (old Mac style) were
+    # read as one line, an error further on or, after a comment, rows dropped silently
+    (b"1 1:1\r-1 2:1\r", {}, 1, 6, CR_TEXT),
+    (b"1 1:1\n-1 2:1\n1 3:1\r-1 4:1\r", {}, 3, 6, CR_TEXT),
+    (b"1 1:1\n-1 2:1 # from a Mac\r1 4:1\r-1 5:1\r", {}, 2, 20, CR_TEXT),
+    (b"1 1:1\n-1 2:1\n\r \r\t-1 4:1\n", {}, 3, 1, CR_TEXT),
+    (b"1 1:1\r\r\n-1 qid:2\r 2:1\n", {}, 2, 9, CR_TEXT),
 ]
 
 
@@ -335,7 +344,7 @@ def test_errors_name_file_line_column(text, kwargs, line, column, fragment):
     message = str(info.value)
     assert message.startswith(f"bad.svm: line {line}, column {column}: "), message
     assert fragment in message
-    assert ("carriage return" in message) == (b"\r" in text and b"\r\n" not in text)
+    assert ("carriage return" in message) == (fragment == CR_TEXT)
     assert isinstance(info.value, ValueError)
 
 

@@ -76,10 +76,12 @@ REFUSALS = {
     "cannot parse qid": "qid that is not qid:<integer> (scikit-learn ignores its value)",
     "does not fit in 32 bits": "index beyond the int32 range",
     "underscore": "digits grouped with '_' (Python's float()/int() syntax, not strtod's)",
+    "carriage return with more text": "text after a carriage return on its line (lines ended "
+                                      "by CR alone)",
 }
 
 # --- strategies -------------------------------------------------------------------------------
-SEPARATORS = [b" ", b" ", b" ", b"\t", b"  ", b" \t ", b"\x0b", b"\x0c", b"\r"]
+SEPARATORS = [b" ", b" ", b" ", b"\t", b"  ", b" \t ", b"\x0b", b"\x0c"]
 LINE_ENDS = [b"\n", b"\n", b"\n", b"\r\n", b" \n", b"\t\r\n"]
 LABELS = [b"1", b"-1", b"+1", b"0", b"1.0", b"-1.0", b"+1.0", b"1e0", b"2", b"-0", b"0.5",
           b"-1e0", b"3"]
@@ -373,7 +375,7 @@ def _assert_located(text, kwargs, message, parse):
     body = lines[line - 1]
     if not 1 <= column <= len(body) + 1:
         raise Mismatch(f"column {column} beyond line {line} ({len(body)} bytes)")
-    if column > 1 and body[column - 2] not in BLANK_BYTES + b":":
+    if column > 1 and body[column - 2] not in BLANK_BYTES + b":" and body[column - 1] != 13:
         raise Mismatch(f"column {column} is inside a token of {body!r}")
     rebase = re.search(r"index 0 appears at line (\d+)\)$", message)
     stop = int(rebase.group(1)) if rebase else line  # a width error found at the rebase
@@ -418,6 +420,10 @@ def _refusal_holds(reason, message, text, reference, kwargs):
         return int(re.search(r"index (\d+)", message).group(1)) >= 2 ** 31 - 1
     if reason == "underscore":
         return "_" in token
+    if reason == "carriage return with more text":
+        line, column = map(int, LOCATED.fullmatch(message).group(1, 2))
+        after = text.split(b"\n")[line - 1][column - 1:]
+        return re.match(rb"\r[ \t\r\x0b\x0c]*[^ \t\r\x0b\x0c]", after) is not None
     return reason == "appears twice"
 
 

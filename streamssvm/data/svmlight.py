@@ -1,7 +1,7 @@
 """Parse svmlight / libsvm text into CSR row blocks with Numba, over raw byte buffers.
 
-The grammar accepted, one sample per line (``\\n`` ends a line; ``\\r``, tabs and other
-ASCII blanks separate tokens)::
+The grammar accepted, one sample per line (``\\n`` ends a line; tabs and other ASCII blanks
+separate tokens; ``\\r`` is a blank when only blanks follow it on its line, as in CRLF)::
 
     line    := blank* [label (blank+ [qid] pair*)] blank* ["#" comment]
     label   := number                  (a list "1,2" is refused: multilabel)
@@ -9,7 +9,9 @@ ASCII blanks separate tokens)::
     pair    := index ":" number        (index: [+]digits)
     number  := [+-] (digits ["." digits*] | "." digits) [(e|E) [+-] digits]
 
-Blank lines and comment-only lines are skipped. ``nan`` and ``inf`` are refused.
+Blank lines and comment-only lines are skipped. ``nan`` and ``inf`` are refused, and so is
+a ``\\r`` with more text after it on its line (comments included): lines ended by ``\\r``
+alone (old Mac style) would be read as one line.
 
 Numbers are parsed by hand: a mantissa below 2**53 scaled by 10**e with |e| <= 22 is one
 correctly rounded IEEE multiplication or division of exact operands, so it equals
@@ -24,8 +26,9 @@ tools/fuzz_svmlight.py): it reads rows with unsorted indices (sorted here); it a
 we refuse NaN and infinite values and labels, a label set other than two values (unless
 multiclass), a single label other than -1/+1, an input without data lines, a ``qid`` that is
 not ``qid:<integer>`` (it ignores the value), digits grouped with ``_`` (Python's syntax,
-not strtod's) and indices beyond the int32 range; a file in which no index occurs is
-0 columns wide here, 1 there.
+not strtod's), indices beyond the int32 range and a ``\\r`` with text after it on its line
+(a blank there: lines ended by ``\\r`` alone after a comment vanish into it); a file in
+which no index occurs is 0 columns wide here, 1 there.
 
 The parser never reads outside ``buf[:end]``: every access is guarded by ``pos < end``.
 """
@@ -68,6 +71,7 @@ E_QID_PLACE = 23
 E_MULTICLASS = 24
 E_LABEL_CLASS = 25
 E_FLOAT32 = 26
+E_CR = 27          # a carriage return with more text after it on its line
 
 # --- slots of the int64 state array shared with the parser ----------------------------------
 S_POS = 0          # in/out: byte position in buf
@@ -167,6 +171,35 @@ def _accumulate_digits(buf, pos, end, value):
 @njit(cache=True, nogil=True)
 def _is_blank(c):
     return c == 32 or c == 9 or c == 13 or c == 11 or c == 12
+
+
+@njit(cache=True, nogil=True)
+def _skip_blanks(buf, pos, end):
+    """``(the first non-blank position from pos, the first carriage return skipped or -1)``."""
+    cr = -1
+    while pos < end and _is_blank(buf[pos]):
+        if buf[pos] == 13 and cr < 0:
+            cr = pos
+        pos += 1
+    return pos, cr
+
+
+@njit(cache=True, nogil=True)
+def _text_end(buf, pos, end):
+    """Where the line's text from ``pos`` (a comment's) ends: at its newline (or ``end``), or
+    at a carriage return that more text (a non-blank byte) follows on the line."""
+    cr = -1
+    while pos < end:
+        c = buf[pos]
+        if c == 10:
+            break
+        if c == 13:
+            if cr < 0:
+                cr = pos
+        elif cr >= 0 and not _is_blank(c):
+            return cr
+        pos += 1
+    return pos
 
 
 @njit(cache=True, nogil=True)
@@ -423,8 +456,7 @@ def parse_lines(buf, end, state, fstate, y, indptr, indices, values, slow, pow10
         if pos >= end:
             break
         line_start = pos
-        while pos < end and _is_blank(buf[pos]):
-            pos += 1
+        pos, cr = _skip_blanks(buf, pos, end)
         if pos >= end:
             break
         c = buf[pos]
@@ -432,9 +464,16 @@ def parse_lines(buf, end, state, fstate, y, indptr, indices, values, slow, pow10
             pos += 1
             line += 1
             continue
+        if cr >= 0:
+            code = E_CR
+            err_pos = cr
+            break
         if c == 35:
-            while pos < end and buf[pos] != 10:
-                pos += 1
+            pos = _text_end(buf, pos, end)
+            if pos < end and buf[pos] == 13:
+                code = E_CR
+                err_pos = pos
+                break
             if pos < end:
                 pos += 1
                 line += 1
@@ -516,13 +555,18 @@ def parse_lines(buf, end, state, fstate, y, indptr, indices, values, slow, pow10
         unsorted = False
         first = True
         while True:
-            while pos < end and _is_blank(buf[pos]):
-                pos += 1
+            pos, cr = _skip_blanks(buf, pos, end)
             if pos >= end or buf[pos] == 10:
                 break
+            if cr >= 0:
+                code = E_CR
+                err_pos = cr
+                break
             if buf[pos] == 35:
-                while pos < end and buf[pos] != 10:
-                    pos += 1
+                pos = _text_end(buf, pos, end)
+                if pos < end and buf[pos] == 13:
+                    code = E_CR
+                    err_pos = pos
                 break
             tok = pos
             if buf[pos] == 113:  # 'q'
@@ -701,6 +745,8 @@ def last_newline(buf, lo, hi):
     return -1
 
 
+_CR_TEXT = ("carriage return with more text after it on the line: if lines end in CR alone (old "
+            "Mac style), make them newlines first, e.g. tr '\\r' '\\n' < IN > OUT")
 _MESSAGES = {
     E_LABEL: "label {tok!r} is not a number",
     E_MULTILABEL: "label {tok!r} is a list of labels (multilabel input is not supported)",
@@ -713,6 +759,7 @@ _MESSAGES = {
     E_INDEX_OVERFLOW: "index {index} does not fit in 32 bits",
     E_QID: "cannot parse qid {tok!r} (expected qid:<integer>)",
     E_QID_PLACE: "{tok!r}: qid must come right after the label",
+    E_CR: _CR_TEXT,
 }
 
 
@@ -912,14 +959,14 @@ class BlockParser:
             else:
                 raise self._error(buf, end, code)
 
-    def refuse_lone_cr(self, buf, end):
-        """Raise if ``buf[:end]``, the start of the first line (no newline in it), holds a
-        carriage return followed by more text: the lines end in CR alone, and the whole
-        file would be read (in memory) as one line."""
-        hint = _lone_cr_hint(buf, 0, end - 1)  # a CR last may be a CRLF's, cut in two
-        if hint:
-            raise SvmlightFormatError(f"{self.name}: line 1 has no newline in its first "
-                                      f"{end:,} bytes{hint}")
+    def refuse_cr(self, buf, end):
+        """Raise if ``buf[:end]``, the start of the next line to parse (no newline in it yet),
+        holds a carriage return with more text after it, as :meth:`feed` would once the line
+        is whole: if lines end in CR alone, the rest of the file may be one line, read into
+        memory first."""
+        at = _text_end(buf, 0, end)
+        if at < end:
+            raise SvmlightFormatError(self._where(self.lines, at + 1) + _CR_TEXT)
 
     def finish(self):
         """Emit the last, partial block."""
@@ -1024,18 +1071,7 @@ class BlockParser:
             what = f"label {tok!r} is neither of the classes ({c0:g}, {c1:g})"
         else:  # pragma: no cover
             what = f"parse error {code}"
-        return SvmlightFormatError(self._where(line0, pos - line_start + 1) + what +
-                                   _lone_cr_hint(buf, line_start, pos))
-
-
-def _lone_cr_hint(buf, line_start, pos):
-    """A hint when the line, before ``pos``, holds a carriage return that no newline
-    follows: the file's lines end in CR alone (whitespace here, so all of it is one line)."""
-    at = buf[line_start:pos].tobytes().find(b"\r")  # a newline would have ended the line
-    if at < 0:
-        return ""
-    return (f" (column {at + 1} is a carriage return with no newline after it: if the "
-            f"file's lines end in CR alone, make them newlines first, e.g. tr '\\r' '\\n')")
+        return SvmlightFormatError(self._where(line0, pos - line_start + 1) + what)
 
 
 def _token(buf, pos, end):
