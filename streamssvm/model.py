@@ -8,7 +8,6 @@ model over k > 2 classes (version 2) has ``coef`` (k, n_features), ``intercept``
 """
 
 import json
-import warnings
 import zipfile
 
 import numpy as np
@@ -17,6 +16,7 @@ from . import kernels
 from ._atomic import atomic_output
 from ._json import json_default
 from ._npz import load_npz
+from ._warn import warn
 from .data import BlockSource
 from .data.storeset import names_stores, open_stores
 from .data.memory import as_csr
@@ -185,7 +185,7 @@ class Model:
                     source.close()
             unknown = self.unknown_labels(labels, source.classes, source.name)
             if unknown:
-                warnings.warn(unknown, UserWarning, stacklevel=2)
+                warn(unknown, UserWarning)
             return self.accuracy(decision, labels, source.classes)
         predicted, y = self.predict(X), np.asarray(y)
         if y.shape != predicted.shape:

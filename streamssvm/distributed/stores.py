@@ -18,7 +18,6 @@ as without the loss. After ``max_recoveries`` such moves, or when no worker is l
 import itertools
 import time
 import uuid
-import warnings
 import weakref
 from asyncio import CancelledError
 from concurrent.futures import CancelledError as FutureCancelled
@@ -27,6 +26,7 @@ import numpy as np
 from distributed import TimeoutError as DaskTimeoutError
 from distributed import KilledWorker
 
+from .._warn import warn
 from ..data import StoreSet
 from .worker import add_partials, forget_session, run_shard
 
@@ -273,9 +273,9 @@ class DaskStores(StoreSet):
         for i in moved:
             load = {w: sum(o == w for o in self.owners) for w in live}
             self.owners[i] = min(live, key=lambda w: (load[w], w))
-            warnings.warn(f"Dask worker {', '.join(sorted(lost))} lost: shard "
-                          f"{self._describe(i)} moved to {self.owners[i]}, its points are "
-                          "recomputed there", RuntimeWarning, stacklevel=4)
+            warn(f"Dask worker {', '.join(sorted(lost))} lost: shard "
+                 f"{self._describe(i)} moved to {self.owners[i]}, its points are "
+                 "recomputed there", RuntimeWarning)
         self.recoveries += len(moved)
         return moved
 

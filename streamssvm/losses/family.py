@@ -57,11 +57,11 @@ raises ValueError naming the condition and a v where it fails.
 """
 
 import hashlib
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
+from .._warn import warn
 from . import _scalar
 
 _HEADER = _scalar._HEADER
@@ -468,10 +468,10 @@ def family_loss(Phi_c, phi_c=None, *, dPhi_c=None, sigma=1.0, theta=1.0, name="f
         raise ValueError(f"theta must be finite, got {theta}")
     params, info = build_table(Phi_c, phi_c, dPhi_c, phi0=phi0, dx=dx)
     if info.max_value_error > _WARN_ERROR:
-        warnings.warn(f"family_loss: the table of {info.description} is accurate only to "
-                      f"{info.max_value_error:.2g} (relative, info.max_value_error): Phi_c "
-                      "may have a kink, cancel in floating point or grow too fast for the "
-                      "table's nodes", RuntimeWarning, stacklevel=2)
+        warn(f"family_loss: the table of {info.description} is accurate only to "
+             f"{info.max_value_error:.2g} (relative, info.max_value_error): Phi_c "
+             "may have a kink, cancel in floating point or grow too fast for the "
+             "table's nodes", RuntimeWarning)
     if require_calibrated:
         value = float(_call(as_function(Phi_c, "Phi_c"), np.array([theta / sigma]), "Phi_c")[0])
         if not value > 0.0:

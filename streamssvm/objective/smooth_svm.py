@@ -40,7 +40,6 @@ Streaming stays the path for data that does not fit.
 import dataclasses
 import functools
 import threading
-import warnings
 from dataclasses import dataclass
 
 import numba
@@ -49,6 +48,7 @@ import numpy as np
 from .. import kernels
 from .._memory import available_memory_bytes
 from .._progress import progress_iter
+from .._warn import warn
 from ..losses import get_loss
 from .system import ColumnSystem, NewtonSystem
 
@@ -383,10 +383,9 @@ class SmoothSVMObjective:
             if not self._window_warned:
                 self._window_warned = True
                 mib = [f"{size / 2 ** 20:.1f} MiB" for size in (asked, free, budget)]
-                warnings.warn(f"{self.source.name}: four shuffle windows of {mib[0]} do not "
-                              f"fit in the {mib[1]} free; windows of {mib[2]} make an order "
-                              f"other than the seed's with more memory", RuntimeWarning,
-                              stacklevel=4)
+                warn(f"{self.source.name}: four shuffle windows of {mib[0]} do not "
+                     f"fit in the {mib[1]} free; windows of {mib[2]} make an order "
+                     f"other than the seed's with more memory", RuntimeWarning)
         offsets = self.source.row_offsets
         nnz_bytes = 4 + np.dtype(self.source.value_dtype).itemsize
         row_bytes = nnz_bytes * self.source.nnz / self.n_samples + 9  # + indptr, label

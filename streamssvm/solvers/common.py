@@ -1,12 +1,12 @@
 """What every solver shares: its result, the stopping rule, the history, the warning."""
 
 import time
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .._progress import progress_bar
+from .._warn import warn
 from ..kernels import vector
 
 PRECONDITIONER_WEIGHT = 0.01
@@ -16,11 +16,6 @@ MAX_HALVINGS = 60  # a Newton step along a nearly flat direction (an intercept) 
 
 class ConvergenceWarning(UserWarning):
     """A solver stopped before its stopping rule was met."""
-
-
-# the stacklevel of a ConvergenceWarning warned by a run's result(): the solver's caller,
-# past the solver and its closing_bars() wrapper
-CALLER = 4
 
 
 @dataclass
@@ -360,9 +355,8 @@ class Run:
         if converged:
             message = "converged"
         else:
-            warnings.warn(f"{self.name} stopped unconverged ({message}): ||grad|| = "
-                          f"{self.state.grad_norm:.3g} > {self.threshold:.3g}", ConvergenceWarning,
-                          stacklevel=CALLER)
+            warn(f"{self.name} stopped unconverged ({message}): ||grad|| = "
+                 f"{self.state.grad_norm:.3g} > {self.threshold:.3g}", ConvergenceWarning)
         return SolverResult(w=self.state.w, f=self.state.f, grad_norm=self.state.grad_norm,
                             n_iter=self.iteration, converged=converged, message=message,
                             passes=self.objective.passes, seconds=time.perf_counter() - self.start,

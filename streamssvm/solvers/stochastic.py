@@ -12,7 +12,6 @@ threshold (see :func:`~streamssvm.solvers.common.stopping_threshold`).
 
 import tempfile
 import time
-import warnings
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -20,7 +19,8 @@ import numpy as np
 
 from .._memory import available_memory_bytes
 from .._progress import progress_bar
-from .common import (CALLER, ConvergenceWarning, SolverResult, bar_label, check_max_seconds,
+from .._warn import warn
+from .common import (ConvergenceWarning, SolverResult, bar_label, check_max_seconds,
                      check_seed, start_state, stopping_threshold)
 
 
@@ -251,9 +251,9 @@ class EpochRun:
         if converged and not self.finished:
             self.message = "converged"
         elif not converged:
-            warnings.warn(f"{self.name} stopped unconverged ({self.message}): ||grad|| = "
-                          f"{self.state.grad_norm:.3g} > {self.threshold:.3g}",
-                          ConvergenceWarning, stacklevel=CALLER)
+            warn(f"{self.name} stopped unconverged ({self.message}): ||grad|| = "
+                 f"{self.state.grad_norm:.3g} > {self.threshold:.3g}",
+                 ConvergenceWarning)
         return SolverResult(w=self.state.w, f=self.state.f, grad_norm=self.state.grad_norm,
                             n_iter=self.epoch, converged=converged, message=self.message,
                             passes=self.objective.passes,
