@@ -1381,9 +1381,10 @@ def test_sdca_shrinks_only_with_evaluations_to_bring_rows_back(data, optimum, ev
     assert runs[0].f - optimum("squared_hinge", False) <= 1e-9 * runs[0].f
 
 
-def test_a_bar_written_to_a_log_draws_a_line_every_ten_seconds(python, python_env):
+def test_a_bar_written_to_a_log_draws_a_line_every_ten_seconds(data, python, python_env):
     """Not on a terminal, a solver's bar was redrawn at every iteration (set_postfix forced
-    it): 300 quick iterations wrote 312 lines into a batch job's log."""
+    it): 300 quick iterations wrote 312 lines into a batch job's log. (``data``: skipped,
+    as the others, where the shared data is missing; the child loads it itself.)"""
     script = ("import warnings, streamssvm; from shared_data import load_shared; "
               "warnings.simplefilter('ignore'); X, y = load_shared('a9a', n_rows=2000); "
               "streamssvm.train_stream(X, y, solver='gd', tol=0.0, max_iter=150, lam=1e-3, "
