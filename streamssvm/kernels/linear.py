@@ -390,13 +390,23 @@ def _length_class(count):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _class_starts(slots, first):
-    """A histogram of length classes into each class's first slot, from ``first`` on;
-    returns the slot after the last."""
+def _by_length(counts, lo, hi, least, slots, out, first):
+    """The positions c in lo..hi - 1 with counts[c] >= ``least``, written into ``out``
+    from ``first`` on by length class, ties in their order (a counting sort; ``slots``:
+    scratch of LENGTH_CLASSES + 1). Returns the end."""
+    slots[:] = 0
+    for c in range(lo, hi):
+        if counts[c] >= least:
+            slots[_length_class(counts[c])] += 1
     for k in range(slots.shape[0]):
         n = slots[k]
         slots[k] = first
         first += n
+    for c in range(lo, hi):
+        if counts[c] >= least:
+            k = _length_class(counts[c])
+            out[slots[k]] = c
+            slots[k] += 1
     return first
 
 
@@ -414,22 +424,15 @@ def _place(low, rows, values, bucket_ptr, bits, counts, before, single, single_r
         end = min(base + (1 << bits), n_columns)
         n_single, first, entries = before[b]
         n_empty = base - n_single - first
-        slots = np.zeros(LENGTH_CLASSES + 1, np.int64)
-        for j in range(base, end):
-            if counts[j] > 1:
-                slots[_length_class(counts[j])] += 1
-        last = _class_starts(slots, first)
+        last = _by_length(counts, base, end, 2, np.empty(LENGTH_CLASSES + 1, np.int64), multi,
+                          first)
         at = np.empty(end - base, np.int64)  # a single column's slot; a multi one's next
         for j in range(base, end):
             if counts[j] == 1:
                 single[n_single] = j
                 at[j - base] = n_single
                 n_single += 1
-            elif counts[j] > 1:
-                k = _length_class(counts[j])
-                multi[slots[k]] = j
-                slots[k] += 1
-            else:
+            elif counts[j] == 0:
                 empty[n_empty] = j
                 n_empty += 1
         for m in range(first, last):
@@ -539,19 +542,11 @@ def _curved_place(single, single_rows, single_values, multi, multi_ptr, multi_ro
         kept = np.empty(SORT_CHUNK, np.int64)  # a chunk's kept columns, by class
         for lo in range(bounds[t], bounds[t + 1], SORT_CHUNK):
             hi = min(lo + SORT_CHUNK, bounds[t + 1])
-            slots[:] = 0
-            for c in range(lo, hi):
-                if counts[c] != 0:
-                    slots[_length_class(counts[c])] += 1
-            n_kept = _class_starts(slots, 0)
-            for c in range(lo, hi):
-                if counts[c] == 0:
+            n_kept = _by_length(counts, lo, hi, 1, slots, kept, 0)
+            for c in range(lo, hi):  # written in any case, kept if empty (as the singles)
+                if dropped < end_dropped:
                     out_empty[np.uintp(dropped)] = multi[c]
-                    dropped += 1
-                else:
-                    k = _length_class(counts[c])
-                    kept[slots[k]] = c
-                    slots[k] += 1
+                dropped += counts[c] == 0
             # in their new order, so that an entry written where a kept one would go
             # lands in a column still to come, or is guarded at the range's end
             for q in range(n_kept):
