@@ -330,6 +330,32 @@ def test_news20_cli_refuses_bad_options_before_any_work(tmp_path, capsys, option
     assert os.listdir(tmp_path) == ["afile"]
 
 
+@pytest.mark.parametrize("kind, what", [
+    ("missing", "no such file: {path!r}"),
+    ("folder", "a folder, not a file: {path!r}"),
+    ("text", "not a tar archive: {path!r}"),
+    ("gzip", "not a tar archive: {path!r}"),
+])
+def test_news20_refuses_a_tar_that_is_missing_or_not_one_saying_where_it_is(tmp_path, python_env,
+                                                                          kind, what):
+    """A missing --tar lost the hint of where the archive is when its check moved to
+    tool_args; a file that is no tar archive ended in tarfile's ReadError traceback."""
+    path = {"missing": tmp_path / "missing.tar.gz", "folder": tmp_path / "folder",
+            "text": tmp_path / "posts.txt", "gzip": tmp_path / "posts.txt.gz"}[kind]
+    if kind == "folder":
+        path.mkdir()
+    elif kind != "missing":
+        text = b"From: a\n\nNot an archive.\n" * 100
+        path.write_bytes(gzip.compress(text) if kind == "gzip" else text)
+    code, error = _run_tool("make_news20", ["--tar", path, "--out-dir", tmp_path / "out"],
+                            python_env)
+    assert code == 2
+    assert error == (f"make_news20.py: error: argument --tar: {what.format(path=str(path))} "
+                     f"(give the path of 20news-bydate.tar.gz, from http://qwone.com/~jason/"
+                     f"20Newsgroups/20news-bydate.tar.gz; default {NEWS20_TAR})")
+    assert not (tmp_path / "out").exists()
+
+
 def test_news20_help_shows_the_out_dir_default(capsys):
     with pytest.raises(SystemExit):
         make_news20.main(["--help"])
@@ -446,7 +472,6 @@ def test_corrupt_store_refuses_a_store_with_a_damaged_block(small_store, capsys)
      "--bound-small-file"),
     ("bench_checksums", ["{missing}"], "svmlight"),
     ("corrupt_store", ["{missing}"], "store"),
-    ("make_news20", ["--tar", "{missing}"], "--tar"),
     ("bench_encodings", ["{missing}"], "train"),
     ("bench_encodings", ["{file}", "--test", "{missing}"], "--test"),
     ("bench_encodings", ["{file}", "--ooc-store", "{missing}"], "--ooc-store"),

@@ -59,6 +59,7 @@ import numpy as np
 from tool_args import existing_file
 
 DEFAULT_TAR = "/work/shared/data/20news-bydate.tar.gz"
+SOURCE_URL = "http://qwone.com/~jason/20Newsgroups/20news-bydate.tar.gz"
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_OUT_DIR = os.path.join(REPO_ROOT, "bench-data")
 
@@ -268,10 +269,24 @@ def _positive_int(text):
     return n
 
 
+def _tar_file(path):
+    """``path`` if it is a tar archive (compressed or not); else an error naming it, and
+    where the archive is to be had."""
+    try:
+        if tarfile.is_tarfile(existing_file(path)):
+            return path
+        problem = f"not a tar archive: {path!r}"
+    except argparse.ArgumentTypeError as exc:
+        problem = exc
+    raise argparse.ArgumentTypeError(f"{problem} (give the path of 20news-bydate.tar.gz, from "
+                                     f"{SOURCE_URL}; default {DEFAULT_TAR})")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ap.add_argument("--tar", default=DEFAULT_TAR, type=existing_file, help="20news-bydate.tar.gz")
+    ap.add_argument("--tar", default=DEFAULT_TAR, type=_tar_file,
+                    help=f"20news-bydate.tar.gz (from {SOURCE_URL})")
     ap.add_argument("--out-dir", default=DEFAULT_OUT_DIR,
                     help="output folder, created if missing")
     ap.add_argument("--max-per-group", type=_positive_int,
