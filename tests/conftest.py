@@ -110,6 +110,17 @@ def python_env():
     return env
 
 
+@pytest.fixture
+def another_streamssvm(tmp_path, monkeypatch):
+    """PYTHONPATH holding only another streamssvm, one that fails on import naming its file,
+    for a tool that must use the repository's package whatever is installed or first."""
+    other = tmp_path / "another" / "streamssvm"
+    other.mkdir(parents=True)
+    (other / "__init__.py").write_text('raise ImportError(f"imported {__file__}")\n')
+    monkeypatch.setenv("PYTHONPATH", str(other.parent))
+    return other.parent
+
+
 @pytest.fixture(scope="session")
 def python():
     return sys.executable

@@ -5,6 +5,7 @@ resume after the kills ends at the uninterrupted model."""
 
 import importlib
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -16,8 +17,8 @@ from streamssvm.solvers.checkpoint import Checkpoint
 
 from shared_data import load_shared
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "tools"))
+TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
+sys.path.insert(0, TOOLS)
 kill_train = importlib.import_module("kill_train")
 
 RESUMABLE = [("tron", {}), ("tron", dict(preconditioner=True, forcing="quadratic")),
@@ -306,6 +307,20 @@ def test_training_killed_twenty_times_resumes_to_the_uninterrupted_model(tmp_pat
     # kill lands in the final write (once in ten full runs of the suite on 11-27)
     assert all(p.startswith((".run.ckpt.tmp-", ".model.npz.tmp-")) for p in leftovers), \
         leftovers
+
+
+def test_kill_train_runs_the_repository_package_beside_another(data, tmp_path,
+                                                               another_streamssvm):
+    """kill_train imported, and trained in its children, whichever streamssvm was installed:
+    run from a checkout beside another version, it tested the other one. It and its children
+    now import the repository's package, whatever PYTHONPATH holds first."""
+    store = tmp_path / "a9a.h5"
+    write_store(store, InMemorySource(*data))
+    run = subprocess.run([sys.executable, os.path.join(TOOLS, "kill_train.py"), str(store),
+                          "--kills", "0", "--epochs", "2"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0 and "imported" not in run.stderr, run.stderr
+    assert run.stdout.endswith("resumed model equals the uninterrupted one\n")
 
 
 @pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")

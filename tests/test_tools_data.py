@@ -366,7 +366,9 @@ def test_news20_help_shows_the_out_dir_default(capsys):
 # bench_convert (end to end, if the converter is there)
 # ----------------------------------------------------------------------------------------
 
-def test_bench_convert_side_by_side(tmp_path, capsys):
+def test_bench_convert_side_by_side(tmp_path, capsys, another_streamssvm):
+    """Its children (this file, run again) imported whichever streamssvm was installed or
+    first on PYTHONPATH; they now import the repository's."""
     pytest.importorskip("streamssvm.data.convert")
     src = tmp_path / "b.svm"
     make_synthetic.generate(src, n_rows=300, **SMALL)
@@ -521,6 +523,18 @@ def test_tools_refuse_a_file_that_is_not_a_store_when_parsing(tmp_path, python_e
     assert code == 2 and error.startswith(f"{tool}.py: error: argument {argument}: {file}: "
                                           f"not a readable HDF5 store (")
     assert os.listdir(tmp_path) == [file.name]
+
+
+def test_tools_children_import_the_repository_package(another_streamssvm):
+    """The bench tools ran their measuring children (``python -c CODE``) on whichever
+    streamssvm was installed or first on PYTHONPATH; they run them with ``repo_env()``."""
+    import tool_args
+
+    env = tool_args.repo_env()
+    assert env["PYTHONPATH"] == tool_args.REPO_ROOT + os.pathsep + str(another_streamssvm)
+    run = subprocess.run([sys.executable, "-c", "import streamssvm; print(streamssvm.__file__)"],
+                         env=env, capture_output=True, text=True, timeout=120, check=True)
+    assert run.stdout == os.path.join(os.path.dirname(TOOLS), "streamssvm", "__init__.py") + "\n"
 
 
 def _run_tool(tool, args, python_env):

@@ -38,10 +38,10 @@ import sys
 import tempfile
 import time
 
-from tool_args import existing_file
+from tool_args import REPO_ROOT, existing_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO_ROOT = os.path.dirname(HERE)
+sys.path.insert(0, REPO_ROOT)  # the repository's streamssvm, here and in the children (this file)
 DEFAULT_WORK_DIR = os.path.join(REPO_ROOT, "bench-data")
 RUN_CAPPED = "/work/shared/bin/run-capped"
 EVICT = "/work/shared/bin/evict"

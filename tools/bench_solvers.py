@@ -39,7 +39,7 @@ from streamssvm.data import InMemorySource, Store  # noqa: E402
 from streamssvm.kernels.linear import _share, prefetch_rows, row_dot  # noqa: E402
 from streamssvm.objective import SmoothSVMObjective  # noqa: E402
 from streamssvm.solvers import SOLVERS, STOCHASTIC  # noqa: E402
-from tool_args import existing_file, existing_store  # noqa: E402
+from tool_args import existing_file, existing_store, repo_env  # noqa: E402
 
 BIN = os.path.join(os.path.dirname(ROOT), "shared", "bin")
 
@@ -125,7 +125,7 @@ def ooc_epoch(store, cap_mb, lam, epochs):
             f"loss='hinge', lam={lam}); s = time.perf_counter(); t.partial_fit({store!r}, "
             f"epochs={epochs}); print((time.perf_counter() - s) / {epochs})")
     out = subprocess.run([os.path.join(BIN, "run-capped"), str(cap_mb), sys.executable, "-c",
-                          code], capture_output=True, text=True)
+                          code], env=repo_env(), capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(out.stderr)
     peak = [p.split("=")[1] for p in out.stderr.split() if p.startswith("peak_mb=")]

@@ -44,7 +44,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 from streamssvm import convert_svmlight, train_stream  # noqa: E402
 from streamssvm.data import InMemorySource, Store  # noqa: E402
 from streamssvm.objective import SmoothSVMObjective  # noqa: E402
-from tool_args import existing_file, existing_store  # noqa: E402
+from tool_args import existing_file, existing_store, repo_env  # noqa: E402
 
 BIN = os.path.join(os.path.dirname(ROOT), "shared", "bin")
 
@@ -234,7 +234,7 @@ def run_capped(cap_mb, code, *argv):
     """The last line a capped child printed ("" if none), and its peak memory; a child
     that died (e.g. killed at the cap) is reported and its last line still returned."""
     proc = subprocess.run([os.path.join(BIN, "run-capped"), str(cap_mb), sys.executable, "-c", code,
-                           *map(str, argv)], capture_output=True, text=True)
+                           *map(str, argv)], env=repo_env(), capture_output=True, text=True)
     if proc.returncode != 0:
         print(f"child exited with {proc.returncode}: {proc.stderr.strip()[-300:]}")
     peak = next(int(t.split("=")[1]) for t in proc.stderr.split() if t.startswith("peak_mb="))
@@ -371,8 +371,8 @@ print(imported - start, time.perf_counter() - start)
 
 def section_startup(args):
     print("\n(g) start-up of a second run: import, then the first kernel call")
-    times = [subprocess.run([sys.executable, "-c", _STARTUP], capture_output=True, text=True,
-                            check=True).stdout.split() for _ in range(3)]
+    times = [subprocess.run([sys.executable, "-c", _STARTUP], env=repo_env(), capture_output=True,
+                            text=True, check=True).stdout.split() for _ in range(3)]
     for label, (imported, total) in zip(("first", "second", "third"), times):
         print(f"{label} run: import {float(imported):.2f} s, import + first kernel "
               f"{float(total):.2f} s (target < 2 s from the second run)")

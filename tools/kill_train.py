@@ -23,7 +23,9 @@ import time
 
 import numpy as np
 
-from tool_args import existing_store
+from tool_args import REPO_ROOT, existing_store, repo_env
+
+sys.path.insert(0, REPO_ROOT)  # the repository's streamssvm, here and in the children
 
 
 def command(store, model, checkpoint, epochs):
@@ -48,14 +50,15 @@ def run(store, workdir, n_kills, seed=0, epochs=60):
     model equals the uninterrupted one)``; raises AssertionError on anything torn."""
     from streamssvm import Model
 
+    env = repo_env()
     straight = os.path.join(workdir, "straight.npz")
-    subprocess.run(command(store, straight, None, epochs), check=True)
+    subprocess.run(command(store, straight, None, epochs), env=env, check=True)
     model, checkpoint = os.path.join(workdir, "model.npz"), os.path.join(workdir, "run.ckpt")
     rng = np.random.default_rng(seed)
     seen, finished, kills, last = [], 0, 0, -1
     while kills < n_kills:
         before = _mtime(checkpoint)
-        child = subprocess.Popen(command(store, model, checkpoint, epochs),
+        child = subprocess.Popen(command(store, model, checkpoint, epochs), env=env,
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         if kills % 2:  # during training: once a checkpoint has been written
             deadline = time.monotonic() + 60
@@ -89,7 +92,7 @@ def run(store, workdir, n_kills, seed=0, epochs=60):
             assert epoch >= last, f"checkpoint went back: {last} -> {epoch}"
             seen.append(epoch)
             last = epoch
-    subprocess.run(command(store, model, checkpoint, epochs), check=True)
+    subprocess.run(command(store, model, checkpoint, epochs), env=env, check=True)
     equal = bool(np.array_equal(Model.load(straight).coef_, Model.load(model).coef_))
     return seen, finished, equal
 

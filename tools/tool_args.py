@@ -1,8 +1,19 @@
-"""Argparse types the tools share: an input path is checked when the arguments are parsed, so
-that a wrong one ends in ``error: argument NAME: ...`` (exit 2), not in a traceback."""
+"""What the tools share: argparse types, with which an input path is checked when the
+arguments are parsed, so that a wrong one ends in ``error: argument NAME: ...`` (exit 2), not
+in a traceback; and the environment of their child Pythons."""
 
 import argparse
 import os
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def repo_env():
+    """This process's environment with the repository root first on PYTHONPATH: a child
+    Python imports the repository's streamssvm, as the tools do (the root first on
+    ``sys.path``), not an installed one."""
+    path = os.environ.get("PYTHONPATH")
+    return dict(os.environ, PYTHONPATH=REPO_ROOT + (os.pathsep + path if path else ""))
 
 
 def existing_file(path):
