@@ -18,7 +18,7 @@ from conftest import SHARED_FILES, compress
 from streamssvm import Store, convert_svmlight
 from streamssvm.cli import main
 from streamssvm.data.convert import DEFAULT_CHUNK_BYTES, _stream
-from streamssvm.data.svmlight import BlockParser, SvmlightFormatError
+from streamssvm.data.svmlight import BlockParser, SvmlightFormatError, parse_svmlight_bytes
 
 
 def load_store(path):
@@ -373,6 +373,29 @@ def test_lines_ended_by_cr_alone_after_others_refused_at_their_line(tmp_path, rn
         convert_svmlight(src, src.with_suffix(".h5"), block_nnz=100, progress=False,
                          _chunk_bytes=4096)
     same_store(lf.with_suffix(".h5"), crlf.with_suffix(".h5"))
+
+
+@pytest.mark.parametrize("cr_at", [60_000, 300_000])
+def test_a_long_line_with_a_cr_fails_at_its_first_error_as_in_memory(tmp_path, write_text,
+                                                                     cr_at):
+    """A line of 64 KiB or more without newline was checked for a CR with text after it
+    once: a CR found was reported before an earlier error of the line (a bad value here),
+    which the in-memory parser reports first; a CR further on was found only once the whole
+    line was read (here into a damaged compressed tail, which failed first). The line is
+    checked again each time it doubles, and the error is the line's first, as in memory,
+    before the rest is read."""
+    pairs = b" ".join(b"%d:1" % i for i in range(3, 60_000))[:cr_at]
+    text = b"1 1:1\n-1 2:x " + pairs + b"\r-1 3:1\r" * 2_200_000  # 18 MB: two chunks and more
+    src = write_text(text, kind="gz")
+    src.write_bytes(src.read_bytes()[:-30])
+    with pytest.raises(SvmlightFormatError) as in_memory:
+        parse_svmlight_bytes(text, name=str(src))
+    assert str(in_memory.value) == f"{src}: line 2, column 6: value 'x' is not a number"
+    for chunk in (4096, DEFAULT_CHUNK_BYTES):
+        with pytest.raises(SvmlightFormatError) as info:
+            convert_svmlight(src, tmp_path / "o.h5", progress=False, _chunk_bytes=chunk)
+        assert str(info.value) == str(in_memory.value)
+    assert not (tmp_path / "o.h5").exists()
 
 
 def test_existing_output_kept_without_overwrite(tmp_path, write_text):

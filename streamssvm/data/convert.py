@@ -23,7 +23,8 @@ __all__ = ["convert_svmlight"]
 
 DEFAULT_CHUNK_BYTES = 8 << 20
 _READ_BYTES = 1 << 20  # compressed input read at a time
-_CR_PROBE = 64 << 10  # a line this long without newline is checked for CRs with text after
+_CR_PROBE = 64 << 10  # a line this long without newline is checked for CRs with text after,
+# and again each time it doubles
 
 _MAGIC = {"gzip": b"\x1f\x8b", "bz2": b"BZh", "xz": b"\xfd7zXZ\x00"}
 _EXTENSIONS = {".gz": "gzip", ".gzip": "gzip", ".bz2": "bz2", ".xz": "xz"}
@@ -254,7 +255,8 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
     ``classes``/``like``, a label outside them; a file with one label value other than
     -1/+1 and no ``classes``; a file with no data lines; a carriage return with more text
     after it on its line (lines ended by CR alone, old Mac style, would be read as one),
-    checked on a line of 64 KiB or more without newline before the rest of it is read.
+    checked once a line without newline reaches 64 KiB, and again each time it doubles,
+    before the rest of it is read: the error is then the line's first, as when it is whole.
     """
     t0 = time.perf_counter()
     src, dst = os.fspath(src), os.fspath(dst)
@@ -391,13 +393,14 @@ class _Prefetcher:
 def _stream(text, parser, chunk, prefetch=True):
     """Feed ``text`` to ``parser`` in chunks cut after their last newline; return the
     number of text bytes. A line longer than the free space grows the buffer; once it has
-    64 KiB or more without newline, a carriage return with more text after it (lines ended
-    by CR alone) is refused before the rest is read."""
+    64 KiB or more without newline, and again each time it doubles, it is checked for a
+    carriage return with more text after it (lines ended by CR alone), refused with the
+    line's first error before the rest is read."""
     reader = _Prefetcher(text, chunk) if prefetch else None
     buf = np.empty(2 * chunk, np.uint8)
     filled = 0
     total = 0
-    probe = True  # the line in buf[:filled] is not checked yet
+    probe = _CR_PROBE  # the length of the line in buf[:filled] at which to check it next
     try:
         while True:
             data = reader.read() if prefetch else text.read(chunk)
@@ -416,11 +419,11 @@ def _stream(text, parser, chunk, prefetch=True):
             newline = last_newline(buf, filled, filled + n)
             filled += n
             if newline < 0:
-                if probe and filled >= _CR_PROBE:
-                    probe = False
+                if filled >= probe:
+                    probe = 2 * filled
                     parser.refuse_cr(buf, filled)
                 continue
-            probe = True
+            probe = _CR_PROBE
             end = newline + 1
             parser.feed(buf, end)
             tail = filled - end

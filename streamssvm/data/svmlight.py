@@ -960,13 +960,12 @@ class BlockParser:
                 raise self._error(buf, end, code)
 
     def refuse_cr(self, buf, end):
-        """Raise if ``buf[:end]``, the start of the next line to parse (no newline in it yet),
-        holds a carriage return with more text after it, as :meth:`feed` would once the line
-        is whole: if lines end in CR alone, the rest of the file may be one line, read into
-        memory first."""
-        at = _text_end(buf, 0, end)
-        if at < end:
-            raise SvmlightFormatError(self._where(self.lines, at + 1) + _CR_TEXT)
+        """If ``buf[:end]``, the start of the next line to parse (no newline in it yet),
+        holds a carriage return with more text after it, raise the error :meth:`feed` would
+        raise once the line is whole: the line's first, the CR's at the latest (if lines end
+        in CR alone, the rest of the file may be one line, read into memory first)."""
+        if _text_end(buf, 0, end) < end:
+            self.feed(buf, end)  # parses to the line's first error, the CR at the latest
 
     def finish(self):
         """Emit the last, partial block."""
