@@ -38,9 +38,9 @@ import sys
 import tempfile
 import time
 
+import make_synthetic
 from tool_args import REPO_ROOT, existing_file
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, REPO_ROOT)  # the repository's streamssvm, here and in the children (this file)
 DEFAULT_WORK_DIR = os.path.join(REPO_ROOT, "bench-data")
 RUN_CAPPED = "/work/shared/bin/run-capped"
@@ -61,17 +61,10 @@ def _peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # kB on Linux
 
 
-def _convert_function():
-    try:
-        from streamssvm import convert_svmlight
-    except ImportError:
-        from streamssvm.data.convert import convert_svmlight
-    return convert_svmlight
-
-
 def _child(args):
     if args.child == "ours":
-        convert_svmlight = _convert_function()
+        from streamssvm import convert_svmlight
+
         opts = json.loads(args.child_options)
         with tempfile.TemporaryDirectory(dir=os.path.dirname(args.child_dst)) as tmp:
             warm_src = os.path.join(tmp, "warm.svm")
@@ -151,9 +144,6 @@ def _best(runs):
 
 
 def _generate(path, size_bytes, seed=0):
-    sys.path.insert(0, HERE)
-    import make_synthetic
-
     print(f"# generating {path} ({size_bytes / MB:,.0f} MB) with make_synthetic ...",
           flush=True)
     stats = make_synthetic.generate(path, target_bytes=size_bytes, seed=seed)
@@ -249,9 +239,6 @@ def side_by_side(src, args, options, work_dir):
 
 
 def bound_check(args, options, work_dir, cleanup):
-    sys.path.insert(0, HERE)
-    import make_synthetic
-
     cap = args.bound_cap
     large = args.bound_file
     if large is None:
@@ -340,9 +327,6 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.child:
         return _child(args)
-
-    sys.path.insert(0, HERE)
-    import make_synthetic
 
     args.sklearn_max_bytes = make_synthetic.parse_size(args.sklearn_max_bytes)
     if args.src is None and args.synthetic_bytes is None and not args.bound_check:
