@@ -5,7 +5,8 @@ To add a subcommand, write ``_add_NAME(subparsers)`` (its arguments, and
 ``SUBCOMMANDS``. Errors of the types in ``USER_ERRORS`` are printed as one line
 ``streamssvm: error: ...`` with exit status 1; anything else is a bug and keeps its traceback.
 Warnings are one line ``streamssvm: warning: ...``.
-Output into a closed pipe ends the command quietly, with status 1.
+Output into a closed pipe ends the command quietly, with status 1. Ctrl-C ends it with
+``streamssvm: interrupted`` and status 130 (while numba compiles, when the compile ends).
 """
 
 import argparse
@@ -20,6 +21,7 @@ import numpy as np
 
 from . import __version__
 from ._atomic import NO_ROOM, atomic_output, check_output
+from ._interrupt import interrupts_after_compiling
 from .data.store import Store, StoreError
 from .data.svmlight import SvmlightFormatError
 from .solvers import SOLVERS
@@ -518,7 +520,8 @@ def main(argv=None):
     """Run the command line; return the exit status."""
     args = build_parser().parse_args(argv)
     try:
-        with warnings.catch_warnings():
+        # a Ctrl-C while numba compiles is raised when the compile ends (inside, it was lost)
+        with warnings.catch_warnings(), interrupts_after_compiling():
             warnings.showwarning = _show_warning
             # numpy's floating-point warnings: a diverged run says so in its error
             warnings.filterwarnings("ignore", r"(overflow|invalid value|divide by zero) "
