@@ -82,7 +82,8 @@ def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0
         Row weights c_i as in ``train_stream`` (LIBLINEAR's C_i = c_i / (lam n)); "balanced"
         class weights count them (a class's count is its rows' sum of weights).
     w0 : array of shape (n_variables,), or (n_classes, n_variables) for k > 2, optional
-        Warm start (NaN or infinite values are refused before any class is trained).
+        Warm start (NaN or infinite values are refused before the data is opened, a
+        wrong shape as soon as it is: before any read).
     names : sequence of n_classes labels, optional
         What each class's progress bar calls it (default its label value), e.g. the label
         values of classes the source holds as indices.
@@ -95,12 +96,15 @@ def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0
     Model
         Binary, or with one row of ``coef_`` per class.
     """
-    if w0 is not None:  # every class's, before the first class is trained
+    if w0 is not None:  # every class's, before the data is opened
         w0 = check_w0(w0)
     if class_weight is not None and train_options.get("client") is not None:
         raise ValueError("class weights (class_weight) are not supported across Dask workers: "
                          "train without them, or without a client")
-    with open_source(data, y) as source:
+    check = None if w0 is None else (  # as soon as the width is known: before any read
+        lambda source: check_w0_shape(w0, source.n_features, train_options.get("fit_intercept"),
+                                      len(source.classes) if source.multiclass else None))
+    with open_source(data, y, check=check) as source:
         if sample_weight is not None and np.shape(sample_weight) != (source.n_samples,):
             raise ValueError(f"{source.name}: sample_weight has shape "
                              f"{np.shape(sample_weight)}, expected ({source.n_samples},)")
@@ -123,8 +127,6 @@ def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0
         if train_options.get("client") is not None:  # each class's view is local
             raise ValueError(f"{source.name}: one-vs-rest over its {k} classes is not trained "
                              f"with a Dask client (only two classes are); train it without one")
-        if w0 is not None:
-            check_w0_shape(w0, source.n_features, train_options.get("fit_intercept"), k)
         models = []
         progress = train_options.pop("progress", True)
         for c, name in enumerate(source.classes if names is None else names):

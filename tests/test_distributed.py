@@ -328,6 +328,24 @@ def test_a_stochastic_solver_with_a_client_is_refused_before_the_workers_are_ask
                                            f"a Dask client use tron, newton, lbfgs, gd, agd")
 
 
+def test_a_w0_of_the_wrong_width_with_a_client_is_refused_before_the_workers_are_asked(
+        a9a_stores):
+    """It was refused once the stores were sharded over the workers: with none there, the
+    run waited 60 s for one and then said so, not what was wrong."""
+    from streamssvm import train_one_vs_rest, train_stream
+
+    full, halves = a9a_stores
+    message = "w0 has shape (5,), expected (123,): n_variables = the data's 123 features"
+    with distributed.LocalCluster(n_workers=0, processes=False,
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as empty:
+            for train, data in ((train_stream, full), (train_stream, halves),
+                                (train_one_vs_rest, full)):
+                with pytest.raises(ValueError) as info:
+                    train(data, w0=np.zeros(5), client=empty, progress=False)
+                assert str(info.value) == message
+
+
 def test_one_vs_rest_with_a_client_is_refused_before_training(client, tmp_path, capsys):
     """One-vs-rest trains each class on a local view of the store: with a client it said
     "(class 0 vs rest): training with a Dask client needs stores", of a store path."""

@@ -340,6 +340,35 @@ def test_one_vs_rest_refuses_a_w0_of_the_wrong_shape_before_training(rng, capsys
     assert capsys.readouterr().err == ""  # no class was trained: no bar was drawn
 
 
+class _LabelCountingStore(Store):
+    """A store that counts the reads of its labels (class weights read them all)."""
+
+    label_reads = 0
+
+    def labels(self):
+        self.label_reads += 1
+        return super().labels()
+
+
+@pytest.mark.parametrize("n_classes", [2, 10])
+def test_one_vs_rest_refuses_a_w0_of_the_wrong_width_before_reading_a_store(tmp_path, digits,
+                                                                           n_classes):
+    """A w0 of the wrong width was refused once the store's labels had been read for the
+    class weights (a pass over a large store): now as soon as the store is open."""
+    X, y = digits[:2]
+    path = tmp_path / "digits.h5"
+    write_store(path, InMemorySource(sp.csr_matrix(X), y % n_classes))
+    w0, expected = ((np.zeros(5), "(64,): n_variables = the data's 64 features")
+                    if n_classes == 2 else
+                    (np.zeros((10, 5)), "(10, 64): one row per class of n_variables = the "
+                                        "data's 64 features"))
+    with _LabelCountingStore(path) as store:
+        with pytest.raises(ValueError) as info:
+            train_one_vs_rest(store, class_weight="balanced", w0=w0, progress=False)
+        assert str(info.value) == f"w0 has shape {w0.shape}, expected {expected}"
+        assert store.label_reads == 0
+
+
 def test_one_vs_rest_bars_name_their_class(rng, capsys):
     """Each class's bar was labelled "tron" only: k bars that did not say whose they were."""
     X = rng.standard_normal((80, 4))

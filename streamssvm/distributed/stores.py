@@ -69,6 +69,9 @@ class DaskStores(StoreSet):
     poll_seconds : float
         How often the scheduler is asked, while waiting for a call, whether the shards'
         workers are alive.
+    check : callable, optional
+        Called with the stores opened on the driver, before the workers are asked (to
+        refuse what does not fit them, e.g. a warm start of another width).
 
     Attributes
     ----------
@@ -81,9 +84,11 @@ class DaskStores(StoreSet):
     """
 
     def __init__(self, paths, client, n_shards=None, max_recoveries=3, worker_timeout=60.0,
-                 poll_seconds=0.25):
+                 poll_seconds=0.25, check=None):
         super().__init__(paths)
         try:
+            if check is not None:
+                check(self)
             self.client = client
             self.max_recoveries = int(max_recoveries)
             self.worker_timeout = float(worker_timeout)
