@@ -16,7 +16,7 @@ from .objective.smooth_svm import NO_DASK_ROW_WEIGHTS, NO_ROW_WEIGHTS
 from .losses import get_loss
 from .solvers import HESSIAN_PRODUCTS, SOLVERS, STOCHASTIC, choose_solver
 from .solvers.checkpoint import Checkpoint
-from .solvers.common import check_w0
+from .solvers.common import check_max_seconds, check_w0
 
 
 def check_w0_shape(w0, n_features, fit_intercept, n_classes=None):
@@ -111,7 +111,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
         a wrong length as soon as it is: before any read, or Dask worker asked).
     sigma_path : sequence of float
         Continuation for a small sigma: solve at each of these widths first (decreasing,
-        all larger than ``sigma``; to the same tolerance and ``max_iter``), each
+        all larger than ``sigma``; to the same tolerance and ``max_iter``; a ``max_seconds``
+        is the budget of all the stages, each starting with what the ones before left), each
         warm-started from the last, then at ``sigma``;
         ``loss`` is then a name without its sigma (``"psi_g"``). For psi_G at
         sigma = 2^-6 on news20 from a store, (2^-2, 2^-4) took 57 passes instead of 88 and
@@ -212,6 +213,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
             raise ValueError(f"checkpoints work with the solvers {', '.join(able)}, without "
                              f"sigma_path")
         history, passes, seconds, cached_sweeps, n_iter = [], 0, 0.0, 0, 0
+        budget = solver_options.get("max_seconds")  # the whole call's, shared by the stages
+        check_max_seconds(budget)  # here: the stages' remainders are clamped at 0
         # the rows with curvature, copied at every evaluation, serve only Hessian products:
         # SDCA's evaluations on a 2.1 GB store under a 500 MB cap peaked at 391 MB with
         # them, 315 MB without
@@ -242,9 +245,10 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
                 if hold == "auto" and recorded is not None:  # as the checkpoint's run did:
                     objective.hold = recorded  # its sums' order, to the last bit
                 solver_options = dict(solver_options, checkpoint=saved)
+            left = {} if budget is None else {"max_seconds": max(budget - seconds, 0.0)}
             result = solve(objective, w0=w0, tol=tol, abs_tol=abs_tol,
                            liblinear_tol=liblinear_tol, max_iter=max_iter, progress=progress,
-                           **solver_options)
+                           **dict(solver_options, **left))
             history += [dict(h, sigma=objective.loss.sigma, passes=h["passes"] + passes,
                              seconds=h["seconds"] + seconds) for h in result.history]
             passes, seconds = passes + result.passes, seconds + result.seconds

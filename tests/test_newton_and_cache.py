@@ -178,6 +178,25 @@ def test_sigma_path_reaches_the_same_optimum(a9a):
     assert path.params["n_iter"] == sum(stages) > max(stages)
 
 
+@pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")
+def test_max_seconds_is_the_budget_of_the_whole_sigma_path(a9a):
+    """max_seconds was each stage's budget: a sigma path of three stages ran up to three
+    times as long as asked, and ended "converged" after its first stage had run out of
+    time. The stages now share it: a stage starts with what the ones before left."""
+    from streamssvm import train_stream
+
+    X, y = a9a
+    budget = 0.3
+    model = train_stream(X, y, loss="psi_g", sigma=2.0 ** -6, sigma_path=(2.0 ** -2, 2.0 ** -4),
+                         lam=1e-4, solver="gd", tol=1e-12, max_iter=10 ** 6,
+                         max_seconds=budget, progress=False)
+    # gd does not reach tol 1e-12 in the budget: the first stage spends it, the others
+    # evaluate their start point and stop
+    later = [h["iteration"] for h in model.history if h["sigma"] != 2.0 ** -2]
+    assert later == [0, 0]
+    assert model.params["message"] == "max_seconds reached" and not model.params["converged"]
+    assert model.params["max_seconds"] == budget
+
 @pytest.mark.parametrize("loss,solver_type", [("squared_hinge", 2), ("logistic", 0)])
 def test_newton_takes_liblinears_steps(a9a, capfd, loss, solver_type):
     """The same algorithm as LIBLINEAR's Newton (-s 2 / -s 0, since 2.40): the same CG
