@@ -97,7 +97,8 @@ class OnlineTrainer:
 
         ``classes`` (two label values, negative class first) is needed on the first call
         when its ``y`` does not hold both (refused without); later batches are read with
-        the classes of the first.
+        the classes of the first. Classes other than the trainer's (or a store's) are
+        refused.
         """
         if not (isinstance(epochs, (int, np.integer)) and epochs >= 1):
             raise ValueError(f"epochs must be an integer >= 1, got {epochs!r}")
@@ -110,6 +111,12 @@ class OnlineTrainer:
                                  f"positive label) with it")
             y = None
         with open_source(data, y) as source:
+            known = self.classes or tuple(source.classes)
+            given = None if classes is None else tuple(float(c) for c in classes)
+            if given not in (None, known):
+                owner = "the trainer's are" if self.classes else "its classes are"
+                raise ValueError(f"{source.name}: classes {given} given, but {owner} {known}: "
+                                 f"leave classes out, or start a new trainer")
             objective = self._objective(source)
             if self.sgd_state is not None and source.n_features != self.sgd_state.n_features:
                 raise ValueError(f"{source.name} has {source.n_features} features, the trainer "

@@ -526,6 +526,29 @@ def test_online_trainer_takes_single_class_batches_and_checks_width(data):
         trainer.partial_fit(X[:, :50], y)
 
 
+def test_online_trainer_refuses_classes_other_than_its_own(data, tmp_path):
+    """A classes= that contradicts the trainer's (a later call's) or a store's was ignored:
+    the batch was read with the first call's classes, the store with its own, as if the
+    caller's were the same (found by a probe)."""
+    X, y = data
+    store = tmp_path / "a9a.h5"
+    write_store(store, InMemorySource(X[:300], y[:300]))
+    fresh = streamssvm.OnlineTrainer(lam=LAM)
+    with pytest.raises(ValueError, match=r"a9a.h5: classes \(0.0, 1.0\) given, but its "
+                                         r"classes are \(-1.0, 1.0\): leave classes out"):
+        fresh.partial_fit(str(store), classes=(0, 1))
+    assert fresh.classes is None
+    trainer = streamssvm.OnlineTrainer(lam=LAM).partial_fit(X[:100], y[:100], classes=(-1, 1))
+    for classes, shown in (((0, 1), r"\(0.0, 1.0\)"), ((1, -1), r"\(1.0, -1.0\)")):
+        with pytest.raises(ValueError, match=shown + r" given, but the trainer's are "
+                                                     r"\(-1.0, 1.0\)"):
+            trainer.partial_fit(X[100:200], y[100:200], classes=classes)
+    assert trainer.rows_seen == 100
+    trainer.partial_fit(X[100:200], y[100:200], classes=[-1.0, 1.0])  # its own: goes on
+    trainer.partial_fit(str(store), classes=np.array([-1, 1]))
+    assert trainer.rows_seen == 500
+
+
 def test_cli_trains_with_a_stochastic_solver(data, tmp_path):
     X, y = data
     store = tmp_path / "a9a.h5"
