@@ -259,10 +259,16 @@ def test_like_takes_width_and_classes(tmp_path, write_text):
     convert_svmlight(train, tmp_path / "train.h5", progress=False)
     s = convert_svmlight(test, tmp_path / "test.h5", like=tmp_path / "train.h5", progress=False)
     assert s["n_features"] == 5 and s["classes"] == (0.0, 1.0) and s["label_counts"] == (0, 2)
+    # the errors name the store the width and the classes came from (they spoke of an
+    # n_features the user had not given; found by a probe), and what to do
     bad = write_text(b"1 6:1\n", name="wide.svm")
-    with pytest.raises(SvmlightFormatError, match="wide.svm: line 1, column 3: index 6 is beyond"):
+    with pytest.raises(SvmlightFormatError, match=r"wide.svm: line 1, column 3: index 6 is beyond "
+                       r"n_features=5 \(indices 1..5, one-based\), the width of .*train.h5 "
+                       r"\(like= / --like\): convert the training file with a larger "
+                       r"n_features \(--n-features\)$"):
         convert_svmlight(bad, tmp_path / "wide.h5", like=tmp_path / "train.h5", progress=False)
-    with pytest.raises(SvmlightFormatError, match="label '2' is neither"):
+    with pytest.raises(SvmlightFormatError, match=r"label '2' is neither of the classes \(0, 1\) "
+                                                  r"of .*train.h5 \(like= / --like\)$"):
         convert_svmlight(write_text(b"2 1:1\n", name="c.svm"), tmp_path / "c.h5",
                          like=tmp_path / "train.h5", progress=False)
     with pytest.raises(ValueError, match="contradicts"):

@@ -300,7 +300,8 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
                                      zero_based=zero_based, n_features=n_features,
                                      classes=classes, multiclass=multiclass,
                                      block_rows=block_rows, block_nnz=block_nnz,
-                                     value_dtype=writer.value_dtype)
+                                     value_dtype=writer.value_dtype,
+                                     like=None if like is None else os.fspath(like))
                 raw = _HashingReader(fh, bar)
                 text = _open_text(raw, kind)
                 if kind is not None:

@@ -795,11 +795,14 @@ class BlockParser:
     value_dtype : {"float64", "float32"}
         The type the values will be stored in: with float32, a value beyond its range is
         refused (the blocks still hold float64).
+    like : str, optional
+        The store ``n_features`` and ``classes`` were taken from, named by the errors they
+        cause.
     """
 
     def __init__(self, name, on_block, on_rebase=None, *, zero_based="auto", n_features=None,
                  classes=None, multiclass=False, block_rows=None, block_nnz=1 << 19,
-                 value_dtype="float64"):
+                 value_dtype="float64", like=None):
         if not (zero_based == "auto" if isinstance(zero_based, str)
                 else zero_based in (True, False)):
             raise ValueError(f"zero_based must be 'auto', True or False, got {zero_based!r}")
@@ -818,6 +821,7 @@ class BlockParser:
         if np.dtype(value_dtype) not in (np.float32, np.float64):
             raise ValueError(f"value_dtype must be float32 or float64, got {value_dtype!r}")
         self.name = str(name)
+        self._like = "" if like is None else f" {like} (like= / --like)"
         self._on_block = on_block
         self._on_rebase = on_rebase
         self.zero_based_option = zero_based
@@ -1055,6 +1059,9 @@ class BlockParser:
             limit = int(st[S_LIMIT])
             what = (f"index {arg} is beyond n_features={limit} (indices {base}.."
                     f"{limit - 1 + base}, {'zero' if base == 0 else 'one'}-based)")
+            if self._like:
+                what += (f", the width of{self._like}: convert the training file with a "
+                         f"larger n_features (--n-features)")
         elif code == E_DUPLICATE:
             what = f"index {tok.split(':')[0]} appears twice in the row"
         elif code == E_MULTICLASS:
@@ -1070,6 +1077,8 @@ class BlockParser:
             what = f"label {tok!r} is neither of the classes ({c0:g}, {c1:g})"
         else:  # pragma: no cover
             what = f"parse error {code}"
+        if code == E_LABEL_CLASS and self._like:
+            what += f" of{self._like}"
         return SvmlightFormatError(self._where(line0, pos - line_start + 1) + what)
 
 
