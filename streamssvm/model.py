@@ -17,7 +17,7 @@ from ._atomic import atomic_output
 from ._json import json_default
 from ._npz import load_npz
 from ._warn import warn
-from .data import BlockSource
+from .data import BlockSource, InMemorySource
 from .data.storeset import names_stores, open_stores
 from .data.memory import as_csr
 
@@ -25,6 +25,7 @@ MODEL_FORMAT = "streamssvm.model"
 MODEL_VERSION = 2  # the newest read; binary models are still written as version 1
 # what reading a damaged or foreign file raises (np.load, json, the checks of its parts)
 READ_ERRORS = (OSError, KeyError, ValueError, TypeError, EOFError, zipfile.BadZipFile)
+RECONVERT = ": convert its text like the training store (like= / --like), to the model's width"
 
 
 def read_meta(z):
@@ -89,9 +90,10 @@ class Model:
         desc = ", ".join(f"{k}={self.params[k]!r}" for k in keys if k in self.params)
         return f"Model(n_features={self.n_features_in_}, {desc})"
 
-    def _width_check(self, n_features, what):
+    def _width_check(self, n_features, what, hint=""):
         if n_features != self.n_features_in_:
-            raise ValueError(f"{what} has {n_features} features, the model {self.n_features_in_}")
+            raise ValueError(f"{what} has {n_features} features, the model "
+                             f"{self.n_features_in_}{hint}")
 
     def _weights(self):
         """coef_ and intercept_ as the kernels take them: (n_features + 1,) or, one-vs-rest,
@@ -103,7 +105,8 @@ class Model:
     def decision_and_labels(self, source):
         """Decision values (shape (n_samples,), or (n_samples, n_classes) one-vs-rest) and
         the source's labels (as in its blocks), in one pass over a BlockSource."""
-        self._width_check(source.n_features, source.name)
+        in_memory = isinstance(source, InMemorySource)  # else a store: what to do about it
+        self._width_check(source.n_features, source.name, "" if in_memory else RECONVERT)
         out = np.empty((source.n_samples, *self.coef_.shape[:-1]))
         labels = np.empty(source.n_samples, np.int32 if source.multiclass else np.int8)
         w = self._weights()

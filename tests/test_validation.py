@@ -345,14 +345,20 @@ def test_score_refuses_labels_of_another_length(y):
 
 
 def test_model_on_a_store_of_another_width(tmp_path, capsys):
+    """The error says what to do (it did not; found by a probe): a store of the model's
+    width is one converted like the training store."""
     wide = InMemorySource(sp.random(30, 7, density=0.3, random_state=1), np.arange(30) % 2)
     path = write_store(tmp_path / "wide.h5", wide)
+    message = (f"{path} has 7 features, the model 5: convert its text like the training "
+               f"store (like= / --like), to the model's width")
     for call in (MODEL.predict, MODEL.decision_function, MODEL.score):
-        with pytest.raises(ValueError, match=f"{path} has 7 features, the model 5"):
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
             call(str(path))
+    with pytest.raises(ValueError, match="^<in-memory matrix> has 7 features, the model 5$"):
+        MODEL.predict(wide)  # not a store: nothing to convert
     MODEL.save(tmp_path / "m.npz")
     assert main(["predict", str(tmp_path / "m.npz"), str(path)]) == 1
-    assert capsys.readouterr().err == f"streamssvm: error: {path} has 7 features, the model 5\n"
+    assert capsys.readouterr().err == f"streamssvm: error: {message}\n"
 
 
 @pytest.mark.filterwarnings("ignore:.* are not all among the model's classes")  # see below
