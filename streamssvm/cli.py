@@ -236,7 +236,7 @@ def _add_train(subparsers):
     p.add_argument("--lam", type=float, default=1e-5, help="lambda (default %(default)s)")
     p.add_argument("--solver", choices=("auto",) + tuple(SOLVERS), default="tron",
                    help="auto: sdca on wide data (the sharper the loss, the less wide), "
-                        "else newton")
+                        "else newton (default %(default)s)")
     p.add_argument("--tol", type=float, default=0.01,
                    help="stop at ||grad|| <= tol ||grad at 0|| (default %(default)s)")
     p.add_argument("--abs-tol", type=float, help="also stop at ||grad|| <= this")

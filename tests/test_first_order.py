@@ -796,6 +796,15 @@ def test_cli_refuses_options_the_solver_does_not_take(data, tmp_path, capsys, gi
     assert not model.exists()
 
 
+def test_cli_train_help_states_the_default_solver(capsys):
+    """--solver's help told what auto picks but not the default, tron (found by a probe)."""
+    from streamssvm.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "else newton (default tron)" in help_text
+
 def test_cli_passes_the_solver_its_options_given_or_its_defaults(data, tmp_path):
     """Options the solver shares are passed to it; those left out are its defaults."""
     from streamssvm.cli import main
