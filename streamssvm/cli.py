@@ -24,6 +24,7 @@ from ._atomic import NO_ROOM, atomic_output, check_output
 from ._interrupt import interrupts_after_compiling
 from .data.store import Store, StoreError
 from .data.svmlight import SvmlightFormatError
+from .losses.registry import parse_number
 from .solvers import SOLVERS
 from .solvers.sgd import check_rate_options
 
@@ -55,11 +56,16 @@ def _class_weight(text):
         raise argparse.ArgumentTypeError(f"not 'balanced' nor LABEL:WEIGHT,...: {text!r}") from None
 
 
-def _float_list(text):
+def _width(text):
+    """A loss width: a number or 2^K (as the loss's NAME:sigma=... reads it)."""
     try:
-        return tuple(float(t) for t in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a comma-separated list of numbers: {text!r}") from None
+        return parse_number(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _width_list(text):
+    return tuple(_width(t) for t in text.split(","))
 
 
 # --- convert ----------------------------------------------------------------------------------
@@ -228,9 +234,11 @@ def _add_train(subparsers):
                    help="a store; several (same width and labels) are read as one")
     p.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file (.npz)")
     p.add_argument("--loss", default="psi_g",
-                   help=f"{', '.join(LOSS_NAMES)}, or NAME:key=value,... (default %(default)s)")
-    p.add_argument("--sigma", type=float, help="smoothing width of psi_g / psi_m (default 2^-3)")
-    p.add_argument("--sigma-path", type=_float_list, default=(), metavar="S1,S2,...",
+                   help=f"{', '.join(LOSS_NAMES)}, or NAME:key=value,... (a value may be 2^K; "
+                        "default %(default)s)")
+    p.add_argument("--sigma", type=_width,
+                   help="smoothing width of psi_g / psi_m, a number or 2^K (default 2^-3)")
+    p.add_argument("--sigma-path", type=_width_list, default=(), metavar="S1,S2,...",
                    help="continuation: solve at these sigmas first (decreasing, all larger "
                         "than --sigma), warm-starting")
     p.add_argument("--lam", type=float, default=1e-5, help="lambda (default %(default)s)")

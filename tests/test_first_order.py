@@ -805,6 +805,27 @@ def test_cli_train_help_states_the_default_solver(capsys):
     help_text = " ".join(capsys.readouterr().out.split())
     assert "else newton (default tron)" in help_text
 
+
+def test_cli_takes_sigmas_as_powers_of_two(data, tmp_path, capsys):
+    """--help gave --sigma's default as 2^-3, but only plain numbers were taken: --sigma and
+    --sigma-path take 2^K as the loss's NAME:sigma=2^K does; a bad one is named."""
+    from streamssvm.cli import main
+
+    store, model = tmp_path / "a9a.h5", tmp_path / "m.npz"
+    write_store(store, InMemorySource(*data))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        assert main(["train", str(store), "-o", str(model), "--max-iter", "2", "--quiet",
+                     "--sigma", "2^-4", "--sigma-path", "2^-1,0.25"]) == 0
+    params = streamssvm.Model.load(model).params
+    assert (params["sigma"], params["sigma_path"]) == (2.0 ** -4, [0.5, 0.25])
+    for option in ("--sigma", "--sigma-path"):
+        with pytest.raises(SystemExit) as exc:
+            main(["train", str(store), "-o", str(model), option, "2^x"])
+        assert exc.value.code == 2
+        assert (f"error: argument {option}: '2^x' is not a number nor 2^K (K an integer)\n"
+                in capsys.readouterr().err)
+
 def test_cli_passes_the_solver_its_options_given_or_its_defaults(data, tmp_path):
     """Options the solver shares are passed to it; those left out are its defaults."""
     from streamssvm.cli import main

@@ -540,6 +540,17 @@ def test_get_loss_parameters_and_errors():
         get_loss("psi_g:sigma=0.5", sigma=0.25)
 
 
+def test_loss_strings_take_widths_as_powers_of_two():
+    """The paper writes widths as 2^-k, and so do the docs; "psi_g:sigma=2^-3" was refused."""
+    assert get_loss("psi_g:sigma=2^-6").sigma == 2.0 ** -6
+    assert get_loss("kh_hinge:h=2^2,theta=0.5") == get_loss("kh_hinge", h=4.0, theta=0.5)
+    for bad in ("2^-1.5", "3^2", "2^", "2^5000"):
+        with pytest.raises(ValueError) as exc:
+            get_loss(f"psi_g:sigma={bad}")
+        assert str(exc.value) == (f"loss 'psi_g:sigma={bad}': sigma='{bad}' is not a number "
+                                  f"nor 2^K (K an integer)")
+
+
 # ---- user-built family members ----------------------------------------------------------
 
 PHI_M_STABLE = ("where(v < 0, 0.5 / (sqrt(1 + v*v) * (sqrt(1 + v*v) - v)), "

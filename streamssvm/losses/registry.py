@@ -350,8 +350,22 @@ def _conjugate_many(code, b, sigma, theta, params, out):
         out[0, i], out[1, i] = _scalar.conjugate_with_params(code, b[i], sigma, theta, params)
 
 
+def parse_number(text):
+    """A number, or ``2^K`` with K an integer (the paper's widths, e.g. ``2^-3``) -> float."""
+    base, caret, exponent = text.strip().partition("^")
+    try:
+        if not caret:
+            return float(text)
+        if base == "2":
+            return 2.0 ** int(exponent)
+    except (ValueError, OverflowError):
+        pass
+    raise ValueError(f"{text!r} is not a number nor 2^K (K an integer)")
+
+
 def _parse(text):
-    """``"name"`` or ``"name:key=value,key=value"`` -> (name, {key: float})."""
+    """``"name"`` or ``"name:key=value,key=value"`` -> (name, {key: float}); a value may be
+    ``2^K``."""
     name, _, rest = text.partition(":")
     name = name.strip()
     name = _ALIASES.get(name, name)
@@ -365,9 +379,9 @@ def _parse(text):
             if key in values:
                 raise ValueError(f"loss {text!r}: {key} given twice")
             try:
-                values[key] = float(value)
-            except ValueError:
-                raise ValueError(f"loss {text!r}: {key}={value!r} is not a number") from None
+                values[key] = parse_number(value)
+            except ValueError as exc:
+                raise ValueError(f"loss {text!r}: {key}={exc}") from None
     return name, values
 
 
@@ -385,8 +399,8 @@ def get_loss(loss, sigma=None, *, theta=None, gamma=None, h=None):
     ----------
     loss : str or Loss
         One of :data:`LOSS_NAMES` (see the module docstring), optionally with parameters
-        ``"smoothed_hinge:gamma=0.5,theta=1"``; or a Loss, returned as it is (parameters
-        given with it must agree with it).
+        ``"smoothed_hinge:gamma=0.5,theta=1"`` (a value may be ``2^K``); or a Loss, returned
+        as it is (parameters given with it must agree with it).
     sigma, gamma, h : float, optional
         The loss's width, under the name it has (sigma for psi_g, psi_m, smooth_plus,
         exponential, smooth_absolute, smooth_relu, smooth_squared_hinge; gamma for
