@@ -557,6 +557,26 @@ def test_cli_convert_and_info_show_the_index_base_and_how_it_was_chosen(
     assert "indices one-based (detected: no index 0 in the file)" in capsys.readouterr().out
 
 
+def test_cli_convert_refuses_an_hdf5_file(tmp_path, shared_data, capsys):
+    """A store given as the text to convert failed with "label '\\x89HDF' is not a number":
+    HDF5's signature is recognised, and a store is told apart from another HDF5 file."""
+    import h5py
+
+    text = tmp_path / "a9a.svm"
+    text.write_bytes(b"".join(lzma.decompress((shared_data / "a9a.svm.xz").read_bytes())
+                              .splitlines(keepends=True)[:200]))
+    store, other, out = tmp_path / "a9a.h5", tmp_path / "other.h5", tmp_path / "o.h5"
+    assert main(["convert", str(text), str(store), "--quiet"]) == 0
+    with h5py.File(other, "w") as f:
+        f["x"] = np.arange(3)
+    for src, advice in ((store, "it is a store already, which needs no conversion"),
+                        (other, "give the svmlight/libsvm text file to convert")):
+        assert main(["convert", str(src), str(out)]) == 1
+        assert capsys.readouterr().err == (f"streamssvm: error: {src}: an HDF5 file, not "
+                                           f"svmlight text: {advice}\n")
+        assert not out.exists()
+
+
 def test_cli_errors(tmp_path, write_text, python, python_env, capsys):
     bad = write_text(b"1 1:1\n-1 2:oops\n", name="bad.svm")
     r = run_cli(python, python_env, "convert", bad, tmp_path / "o.h5", "--quiet")

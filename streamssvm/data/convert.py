@@ -16,7 +16,7 @@ import numpy as np
 
 from .._atomic import check_output
 from .._progress import progress_bar
-from .store import Store, StoreWriter
+from .store import Store, StoreError, StoreWriter
 from .svmlight import BlockParser, SvmlightFormatError, last_newline
 
 __all__ = ["convert_svmlight"]
@@ -27,6 +27,7 @@ _CR_PROBE = 64 << 10  # a line this long without newline is checked for CRs with
 # and again each time it doubles
 
 _MAGIC = {"gzip": b"\x1f\x8b", "bz2": b"BZh", "xz": b"\xfd7zXZ\x00"}
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 _EXTENSIONS = {".gz": "gzip", ".gzip": "gzip", ".bz2": "bz2", ".xz": "xz"}
 _DECOMPRESSION_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError)
 
@@ -70,13 +71,26 @@ class _HashingReader(io.RawIOBase):
 
 
 def _compression(path, head):
-    """The compression of ``path``, from its first bytes; its extension must agree."""
+    """The compression of ``path``, from its first bytes; its extension must agree. An HDF5
+    file (a store, most likely) is refused."""
+    if head.startswith(_HDF5_SIGNATURE):
+        raise SvmlightFormatError(f"{path}: an HDF5 file, not svmlight text: " + (
+            "it is a store already, which needs no conversion" if _is_store(path) else
+            "give the svmlight/libsvm text file to convert"))
     found = next((kind for kind, magic in _MAGIC.items() if head.startswith(magic)), None)
     claimed = _EXTENSIONS.get(os.path.splitext(path)[1].lower())
     if claimed is not None and found != claimed:
         raise SvmlightFormatError(f"{path}: the name says {claimed} but the file does not "
                                   f"start with the {claimed} signature (corrupt or misnamed)")
     return found
+
+
+def _is_store(path):
+    try:
+        Store(path).close()
+    except StoreError:
+        return False
+    return True
 
 
 class _CheckedDecompressor:
@@ -165,7 +179,8 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
 
     The input is streamed: memory depends on the chunk size, the block size and the longest
     line, never on the file size. Plain, gzip, bzip2 and xz inputs are recognised by their
-    first bytes (a ``.gz``, ``.bz2`` or ``.xz`` name must agree with them).
+    first bytes (a ``.gz``, ``.bz2`` or ``.xz`` name must agree with them); an HDF5 file
+    (such as a store) is refused.
 
     Parameters
     ----------
