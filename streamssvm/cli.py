@@ -140,8 +140,6 @@ def _add_info(subparsers):
 
 
 def cmd_info(args):
-    if not os.path.exists(args.store):
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), args.store)
     with Store(args.store) as store:
         meta = store.metadata
         counts = store.class_counts()
@@ -205,10 +203,7 @@ def cmd_verify(args):
 
     status = 0
     for path in args.stores:
-        if os.path.exists(path):
-            problems, summary = verify_store(path)
-        else:  # a problem like the others: the stores after it are checked too
-            problems = [f"{path}: {os.strerror(errno.ENOENT)}"]
+        problems, summary = verify_store(path)  # a missing store is a problem like the others
         for line in problems:
             print(line)
         if problems:

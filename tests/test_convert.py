@@ -600,6 +600,31 @@ def test_cli_errors(tmp_path, write_text, python, python_env, capsys):
     assert exit_info.value.code == 2 and "not allowed with" in capsys.readouterr().err
 
 
+def test_cli_names_a_missing_store_as_info_does(tmp_path, write_text, capsys):
+    """train, predict and convert --like printed h5py's errno text (HDF5's internals) for a
+    missing store, which info named in one short line; a folder is named as such."""
+    src = write_text(b"1 1:1\n-1 2:1\n")
+    store, model, missing = tmp_path / "s.h5", tmp_path / "m.npz", tmp_path / "missing.h5"
+    assert main(["convert", str(src), str(store), "--quiet"]) == 0
+    assert main(["train", str(store), "-o", str(model), "--quiet"]) == 0
+    for argv, path, reason in (
+            (["info", missing], missing, "No such file or directory"),
+            (["train", missing, "-o", tmp_path / "m2.npz"], missing, "No such file or directory"),
+            (["train", store, missing, "-o", tmp_path / "m2.npz"], missing,
+             "No such file or directory"),
+            (["predict", model, missing], missing, "No such file or directory"),
+            (["convert", src, tmp_path / "o.h5", "--like", missing], missing,
+             "No such file or directory"),
+            (["info", tmp_path], tmp_path, "Is a directory"),
+            (["predict", model, tmp_path], tmp_path, "Is a directory")):
+        assert main(list(map(str, argv))) == 1
+        assert capsys.readouterr().err == f"streamssvm: error: {path}: {reason}\n"
+    assert main(["verify", str(tmp_path), str(store)]) == 1  # a problem, the next checked
+    assert capsys.readouterr().out.splitlines()[:3] == [
+        f"{tmp_path}: Is a directory", f"{tmp_path}: 1 problem", f"{store}: ok, 1 blocks, "
+        f"2 rows, 2 nonzeros; checksums verified"]
+
+
 @pytest.mark.parametrize("command", [["info"], ["verify"], ["losses"]])
 def test_cli_output_into_a_closed_pipe_ends_quietly(write_text, python, python_env, command):
     """Output into a pipe closed by its reader (``| head -1``) ends the command with status 1

@@ -125,7 +125,7 @@ def test_stores_that_do_not_match_are_refused(a9a_stores, tmp_path):
                           InMemorySource(X, y, classes=store.classes[::-1]))
     with pytest.raises(StoreError, match="swapped.h5: 123 features and labels"):
         StoreSet([full, swapped])
-    with pytest.raises(StoreError, match="missing.h5"):
+    with pytest.raises(FileNotFoundError, match="missing.h5"):
         StoreSet([full, str(tmp_path / "missing.h5")])
     with pytest.raises(ValueError, match="not a store path nor"):
         StoreSet([full, X])

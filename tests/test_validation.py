@@ -570,5 +570,5 @@ def test_conversion_like_what_is_not_a_store(tmp_path):
     src.write_text("1 1:1\n-1 2:1\n")
     with pytest.raises(StoreError, match=f"{src}: not a readable HDF5 store"):
         convert_svmlight(src, tmp_path / "o.h5", like=src, progress=False)
-    with pytest.raises(StoreError, match="not a readable HDF5 store"):
+    with pytest.raises(FileNotFoundError, match=r"No such file or directory: '.*missing.h5'"):
         Store(tmp_path / "missing.h5")

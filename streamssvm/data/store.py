@@ -442,6 +442,9 @@ class Store(BlockSource):
         self.name = self.path
         try:
             self._file = h5py.File(self.path, "r")
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+            # as open() words it: h5py's text repeats HDF5's internals
+            raise type(exc)(exc.errno, os.strerror(exc.errno), self.path) from None
         except OSError as exc:
             raise StoreError(f"{self.path}: not a readable HDF5 store ({exc})") from exc
         try:

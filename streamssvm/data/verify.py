@@ -54,6 +54,8 @@ def verify_store(path):
         store = Store(path)
     except StoreError as exc:
         return [str(exc)], {"blocks_read": 0}
+    except OSError as exc:  # missing, a folder, unreadable
+        return [f"{path}: {exc.strerror}"], {"blocks_read": 0}
     with store:
         problems = []
         multiclass = len(store.classes) > 2
