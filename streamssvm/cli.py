@@ -26,6 +26,7 @@ from .data.store import Store, StoreError
 from .data.svmlight import SvmlightFormatError
 from .losses.registry import parse_number
 from .solvers import SOLVERS
+from .solvers.common import check_max_seconds
 from .solvers.sgd import check_rate_options
 
 # ValueError: what the library raises on bad arguments or inputs (its messages say which);
@@ -54,6 +55,16 @@ def _class_weight(text):
                 for label, weight in (item.rsplit(":", 1) for item in text.split(","))}
     except ValueError:
         raise argparse.ArgumentTypeError(f"not 'balanced' nor LABEL:WEIGHT,...: {text!r}") from None
+
+
+def _seconds(text):
+    """A time budget: train_stream's max_seconds (>= 0)."""
+    try:
+        value = float(text)
+        check_max_seconds(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds >= 0: {text!r}") from None
+    return value
 
 
 def _width(text):
@@ -247,6 +258,9 @@ def _add_train(subparsers):
                    help="scale tol by max(min(#pos, #neg), 1)/n as LIBLINEAR does")
     p.add_argument("--max-iter", type=_positive_int,
                    help="iterations, epochs for the stochastic solvers (default: the solver's)")
+    p.add_argument("--max-seconds", type=_seconds, metavar="SECONDS",
+                   help="time budget: stop the solver after SECONDS, with the model reached "
+                        "(one-vs-rest: each class's; with --sigma-path: the whole path's)")
     p.add_argument("--intercept", action="store_true", help="fit an unregularised intercept")
     p.add_argument("--class-weight", type=_class_weight, metavar="balanced|LABEL:W,...",
                    help="weights of the classes' rows: 'balanced' (n / (k n_class)) or a list "
@@ -316,7 +330,7 @@ def _checkpoint_options(args):
 # train's options for the solver (argparse's dests, train_stream's names; --step is also
 # sgd's eta0); left out, they are None
 SOLVER_FLAGS = ("preconditioner", "backtrack", "forcing", "seed", "hessian_sample", "step",
-                "learning_rate", "average", "delay")
+                "learning_rate", "average", "delay", "max_seconds")
 
 
 def _solver_options(args):

@@ -806,6 +806,28 @@ def test_cli_train_help_states_the_default_solver(capsys):
     assert "else newton (default tron)" in help_text
 
 
+@pytest.mark.parametrize("solver", ["tron", "sdca"])
+def test_cli_max_seconds_stops_the_run_on_time(data, tmp_path, capsys, solver):
+    """The API's max_seconds had no --max-seconds; a budget of 0 stops at the start point,
+    says so, and a negative one is refused naming the option."""
+    from streamssvm.cli import main
+
+    store, model = tmp_path / "a9a.h5", tmp_path / "m.npz"
+    write_store(store, InMemorySource(*data))
+    assert main(["train", str(store), "-o", str(model), "--solver", solver,
+                 "--max-seconds", "0"]) == 0
+    out, err = capsys.readouterr()
+    assert f"{solver} stopped: max_seconds reached" in out
+    assert f"streamssvm: warning: {solver} stopped unconverged (max_seconds reached)" in err
+    params = streamssvm.Model.load(model).params
+    assert (params["message"], params["max_seconds"], params["converged"]) == \
+        ("max_seconds reached", 0.0, False)
+    with pytest.raises(SystemExit) as exc:
+        main(["train", str(store), "-o", str(model), "--max-seconds", "-1"])
+    assert exc.value.code == 2
+    assert ("error: argument --max-seconds: not a number of seconds >= 0: '-1'\n"
+            in capsys.readouterr().err)
+
 def test_cli_takes_sigmas_as_powers_of_two(data, tmp_path, capsys):
     """--help gave --sigma's default as 2^-3, but only plain numbers were taken: --sigma and
     --sigma-path take 2^K as the loss's NAME:sigma=2^K does; a bad one is named."""
