@@ -421,12 +421,16 @@ def _add_predict(subparsers):
     p = subparsers.add_parser(
         "predict", help="apply a model to a store: accuracy, and predictions on request",
         description="Stream STORE through MODEL and print the accuracy against the store's "
-                    "labels; with -o, write one prediction per line (the original labels).")
+                    "labels; with -o, write one prediction per line (the original labels, or "
+                    "with --decision the decision values).")
     p.add_argument("model", metavar="MODEL")
     p.add_argument("store", metavar="STORE")
     p.add_argument("-o", "--output", metavar="FILE", help="write predictions here")
     p.add_argument("--decision", action="store_true",
-                   help="write decision values instead of labels")
+                   help="write decision values instead of labels: two classes, one column "
+                        "(> 0: the training store's +1 label); more, one column per class in "
+                        "the model's class order, the training store's as 'streamssvm info "
+                        "STORE' lists them (increasing label values for a converted file)")
     p.add_argument("--overwrite", action="store_true", help="replace FILE if it exists")
     p.set_defaults(func=cmd_predict)
 

@@ -421,6 +421,36 @@ def test_cli_multiclass_convert_info_train_predict(tmp_path, text, capsys, sklea
     assert "class_weight names labels [9.0]" in capsys.readouterr().err
 
 
+def test_cli_predict_decision_columns_are_in_the_model_class_order(tmp_path, digits, capsys):
+    """--decision wrote one column per class without saying which: --help says, and the
+    columns follow the model's classes, as info lists the training store's (real digits,
+    labels permuted so that their first-seen order is not the sorted one)."""
+    from sklearn.datasets import dump_svmlight_file
+
+    with pytest.raises(SystemExit):
+        main(["predict", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert ("more, one column per class in the model's class order, the training store's as "
+            "'streamssvm info STORE' lists them" in help_text)
+    X, y = digits[0], (digits[1] * 7 + 3) % 10 - 4.5
+    text, store, model = tmp_path / "d.svm", tmp_path / "d.h5", tmp_path / "m.npz"
+    decision, labels = tmp_path / "decision.txt", tmp_path / "labels.txt"
+    dump_svmlight_file(X, y, str(text), zero_based=False)
+    assert main(["convert", str(text), str(store), "--multiclass", "--n-features", "64",
+                 "--quiet"]) == 0
+    assert main(["train", str(store), "-o", str(model), "--lam", "1e-2", "--quiet"]) == 0
+    assert main(["info", str(store)]) == 0
+    info = {line[:13].strip(): line[13:].strip() for line in capsys.readouterr().out.splitlines()}
+    listed = [float(item.split()[0]) for item in info["classes"].split(":", 1)[1].split(",")]
+    assert main(["predict", str(model), str(store), "-o", str(decision), "--decision"]) == 0
+    assert main(["predict", str(model), str(store), "-o", str(labels)]) == 0
+    loaded, columns = Model.load(model), np.loadtxt(decision)
+    assert loaded.classes_.tolist() == listed == sorted(set(y)) != list(dict.fromkeys(y))
+    np.testing.assert_allclose(columns, loaded.decision_function(X.astype(np.float32)),
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(np.loadtxt(labels), loaded.classes_[columns.argmax(axis=1)])
+
+
 def test_one_vs_rest_refuses_a_checkpoint_before_training(tmp_path, rng):
     """Class 0 trained and wrote the checkpoint, then class 1 refused it as another
     training's: the work was lost and the file left (found by a probe). The command line
