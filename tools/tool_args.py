@@ -32,6 +32,6 @@ def existing_store(path):
 
     try:
         Store(existing_file(path)).close()
-    except StoreError as exc:
+    except (StoreError, OSError) as exc:  # e.g. unreadable: Store words it as open() does
         raise argparse.ArgumentTypeError(str(exc)) from None
     return path
