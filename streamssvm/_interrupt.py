@@ -4,7 +4,9 @@ Python raises KeyboardInterrupt in the first Python code run after the signal. W
 compiles, that is mostly llvmlite's callback at the end of LLVM's code generation, and ctypes
 prints an exception raised there and drops it ("Exception ignored on calling ctypes callback
 function"): the run went on, or numba failed on the code the callback did not keep ("no
-compiled object yet").
+compiled object yet"). The command line holds a Ctrl-C until the compile ends, and so do the
+API's calls that can compile (``@interrupts_after_compiling()``: training, converting,
+predicting, scoring, ``InMemorySource``), when called from the main thread of a script.
 """
 
 import contextlib
@@ -43,7 +45,8 @@ class _HeldInterrupt(event.Listener):
 @contextlib.contextmanager
 def interrupts_after_compiling():
     """Inside, a Ctrl-C while numba compiles raises KeyboardInterrupt when the compile ends.
-    Only in the main thread, where Ctrl-C raises KeyboardInterrupt: else nothing changes."""
+    Only in the main thread, where Ctrl-C raises KeyboardInterrupt: else (a handler of the
+    caller's, or nested inside another) nothing changes. Also a decorator of a function."""
     if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
         yield

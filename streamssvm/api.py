@@ -6,6 +6,7 @@ import inspect
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from ._interrupt import interrupts_after_compiling
 from ._progress import closing_bars
 from .data import BlockSource, InMemorySource, Store, StoreSet
 from .data.storeset import names_stores, open_stores
@@ -62,6 +63,7 @@ def open_source(data, y=None, client=None, check=None):
         yield source
 
 
+@interrupts_after_compiling()
 def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron", tol=0.01,
                  abs_tol=None, liblinear_tol=False, max_iter=None, fit_intercept=False,
                  intercept_scaling=1.0, w0=None, sigma_path=(), n_threads=None, progress=True,

@@ -15,6 +15,7 @@ import os
 import numpy as np
 import scipy.sparse as sp
 
+from ._interrupt import interrupts_after_compiling
 from .data import InMemorySource, Store
 from .data.memory import check_exact_labels
 from .model import Model
@@ -186,6 +187,7 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
             return tags
 
     # -- fit ---------------------------------------------------------------------------------
+    @interrupts_after_compiling()
     def fit(self, X, y=None, sample_weight=None):
         """Fit on ``X`` and labels ``y``, or on a store (``X`` its path, ``y`` None).
 
@@ -218,6 +220,7 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         return self._fit_source(source, classes, sample_weight)
 
     @available_if(_online_solver)
+    @interrupts_after_compiling()
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One epoch of SGD / Pegasos over ``X``, continuing from the previous calls
         (:class:`~streamssvm.OnlineTrainer`, one per binary problem).
@@ -445,6 +448,7 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         index = (scores > 0).astype(np.intp) if scores.ndim == 1 else scores.argmax(axis=1)
         return self.classes_[index]
 
+    @interrupts_after_compiling()
     def score(self, X, y=None, sample_weight=None):
         """Mean accuracy on ``X`` and ``y``, or on a store (``X`` its path, ``y`` None)."""
         if not _is_path(X):

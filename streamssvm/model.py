@@ -14,6 +14,7 @@ import numpy as np
 
 from . import kernels
 from ._atomic import atomic_output
+from ._interrupt import interrupts_after_compiling
 from ._json import json_default
 from ._npz import load_npz
 from ._warn import warn
@@ -148,6 +149,7 @@ class Model:
                     f"wrong)")
         return None
 
+    @interrupts_after_compiling()
     def decision_function(self, X):
         """Decision values x.coef_ + intercept_ (one-vs-rest: x.coef_[c] + intercept_[c]).
 
@@ -173,6 +175,7 @@ class Model:
         """Predicted original labels, array of shape (n_samples,)."""
         return self.labels_of(self.decision_function(X))
 
+    @interrupts_after_compiling()
     def score(self, X, y=None):
         """Accuracy on ``X`` and labels ``y`` (original values), or on stores (a path or
         a list, as ``train_stream`` takes) or a source with their own labels (``y``

@@ -11,6 +11,7 @@ the rows of class c cost ``class_weight[c]`` and the others 1. Row weights multi
 
 import numpy as np
 
+from ._interrupt import interrupts_after_compiling
 from .api import check_w0_shape, open_source, train_stream
 from .data import OneVsRestView
 from .model import Model
@@ -67,6 +68,7 @@ def class_weight_vector(class_weight, classes, class_counts):
     return weights
 
 
+@interrupts_after_compiling()
 def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0=None,
                       names=None, **train_options):
     """Train on two classes (one problem) or more (one per class, against the rest).

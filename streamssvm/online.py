@@ -11,6 +11,7 @@ import os
 import numpy as np
 
 from ._atomic import atomic_output
+from ._interrupt import interrupts_after_compiling
 from ._json import json_default
 from ._npz import load_npz
 from .api import open_source
@@ -91,6 +92,7 @@ class OnlineTrainer:
                                   intercept_scaling=o["intercept_scaling"],
                                   n_threads=self.n_threads)
 
+    @interrupts_after_compiling()
     def partial_fit(self, data, y=None, classes=None, epochs=1):
         """Run ``epochs`` epochs of steps over ``data`` (a store path, a block source, or a
         matrix with labels ``y``), continuing from the state of the previous calls.

@@ -627,12 +627,11 @@ def test_cli_interrupted_closes_its_bar_first(data, tmp_path, python, python_env
     assert not (tmp_path / "m.npz").exists()
 
 
-# the command line, sent a real Ctrl-C while LLVM makes machine code: while the main thread
-# is in llvmlite's call of LLVMPY_FinalizeObject (seen there twice, 1 ms apart: the code of a
-# kernel, not a short call about to return), which calls back into Python when it is done
-CODEGEN_INTERRUPT_SCRIPT = """
+# a script's start that sends it a real Ctrl-C while LLVM makes machine code: while the main
+# thread is in llvmlite's call of LLVMPY_FinalizeObject (seen there twice, 1 ms apart: the
+# code of a kernel, not a short call about to return), which calls back into Python when done
+CODEGEN_INTERRUPTER = """
 import os, signal, sys, threading, time
-from streamssvm.cli import main
 
 def in_codegen():
     frame = sys._current_frames()[threading.main_thread().ident]
@@ -649,7 +648,6 @@ def interrupt_in_codegen():
             return
 
 threading.Thread(target=interrupt_in_codegen, daemon=True).start()
-sys.exit(main(sys.argv[1:]))
 """
 
 
@@ -660,12 +658,71 @@ def test_cli_interrupted_while_numba_compiles_ends_as_interrupted(data, tmp_path
     yet". The command line now ends as for a Ctrl-C during training."""
     store = tmp_path / "a9a.h5"
     write_store(store, InMemorySource(*data))
-    run = subprocess.run([python, "-c", CODEGEN_INTERRUPT_SCRIPT, "train", str(store), "-o",
+    script = CODEGEN_INTERRUPTER + "from streamssvm.cli import main\nsys.exit(main(sys.argv[1:]))"
+    run = subprocess.run([python, "-c", script, "train", str(store), "-o",
                           str(tmp_path / "m.npz"), "--quiet"], capture_output=True, timeout=600,
                          env=dict(python_env, NUMBA_CACHE_DIR=str(tmp_path / "numba")))
     assert run.stdout == b"sent\n"
     assert (run.returncode, run.stderr) == (130, b"streamssvm: interrupted\n"), run.stderr[-2000:]
     assert not (tmp_path / "m.npz").exists()
+
+
+@pytest.mark.parametrize("call", [
+    "streamssvm.train_stream(store, max_iter=2, progress=False)",
+    "streamssvm.OnlineTrainer().partial_fit(store)",
+    "streamssvm.SmoothSVC(max_iter=2).fit(store)",
+    "streamssvm.Model(np.zeros(123), 0.0, (-1, 1)).predict(store)",
+    "streamssvm.convert_svmlight(svmlight, svmlight + '.h5')",
+])
+def test_api_interrupted_while_numba_compiles_raises_keyboard_interrupt(data, tmp_path, python,
+                                                                        python_env, call):
+    """Ctrl-C during numba's first compile (an empty cache) in a script's call of the API was
+    lost in llvmlite's callback as on the command line: the call now raises KeyboardInterrupt
+    when the compile ends."""
+    store, svmlight = tmp_path / "a9a.h5", tmp_path / "two_rows.svm"
+    write_store(store, InMemorySource(*data))
+    svmlight.write_bytes(b"-1 1:1 3:0.5\n+1 2:1\n")
+    script = (CODEGEN_INTERRUPTER
+              + f"import numpy as np, streamssvm\nstore, svmlight = sys.argv[1:]\n{call}")
+    run = subprocess.run([python, "-c", script, str(store), str(svmlight)], capture_output=True,
+                         timeout=600, env=dict(python_env, NUMBA_CACHE_DIR=str(tmp_path / "numba")))
+    assert run.stdout == b"sent\n"
+    assert run.returncode == -signal.SIGINT, run.stderr[-2000:]
+    assert run.stderr.endswith(b"\nKeyboardInterrupt\n"), run.stderr[-2000:]
+    assert b"ctypes callback" not in run.stderr
+
+
+class _HandlerSource(InMemorySource):
+    """Rows whose reads record the SIGINT handler they run under."""
+
+    def read_range(self, first, stop):
+        self.handler = signal.getsignal(signal.SIGINT)
+        return super().read_range(first, stop)
+
+
+def test_api_restores_the_sigint_handler_and_keeps_a_callers(data):
+    """The API's calls hold a Ctrl-C while numba compiles by a handler of their own, nested
+    calls (train_one_vs_rest's of train_stream) by the outermost's: Python's handler is back
+    after a call, returned or raised, and a caller's own handler is left in place."""
+    source = _HandlerSource(*data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        streamssvm.train_one_vs_rest(source, max_iter=1, progress=False)
+        assert source.handler is not signal.default_int_handler
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        with pytest.raises(ValueError, match="lambda must be"):
+            streamssvm.train_stream(source, lam=-1)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+        def own(signum, frame):
+            pass
+
+        signal.signal(signal.SIGINT, own)
+        try:
+            streamssvm.train_stream(source, max_iter=1, progress=False)
+            assert source.handler is own and signal.getsignal(signal.SIGINT) is own
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class _InterruptedSource(InMemorySource):

@@ -15,6 +15,7 @@ import zlib
 import numpy as np
 
 from .._atomic import check_output
+from .._interrupt import interrupts_after_compiling
 from .._progress import progress_bar
 from .store import Store, StoreError, StoreWriter
 from .svmlight import BlockParser, SvmlightFormatError, last_newline
@@ -171,6 +172,7 @@ def _shift_written_indices(writer):
         writer._max_index += 1
 
 
+@interrupts_after_compiling()
 def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=None, like=None,
                      multiclass=False, value_dtype="float32", block_rows=None, block_nnz=1 << 19,
                      compression=None, compression_level=None, fletcher32=False, encoding="auto",

@@ -5,6 +5,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import kernels
+from .._interrupt import interrupts_after_compiling
 from .source import Block, BlockSource
 
 DEFAULT_BLOCK_NNZ = 1 << 19
@@ -110,6 +111,7 @@ class InMemorySource(BlockSource):
     name = "<in-memory matrix>"
     in_memory = True
 
+    @interrupts_after_compiling()
     def __init__(self, X, y, block_rows=None, block_nnz=DEFAULT_BLOCK_NNZ, classes=None,
                  value_dtype=None):
         X = as_csr(X, f"{self.name}: X")
