@@ -8,6 +8,9 @@ import os
 # errors that mean the output did not fit, and how to say so
 NO_ROOM = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded",
            errno.EFBIG: "file too large (the file system's or the process's size limit)"}
+# errors that mean an input path cannot be opened (missing, a folder, unreadable): raised as
+# open() words them ("PATH: No such file or directory"), not as a file of the wrong kind
+OPEN_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
 
 
 def check_output(path, overwrite=False, inputs=()):

@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 
 from . import __version__
-from ._atomic import NO_ROOM, atomic_output, check_output
+from ._atomic import NO_ROOM, OPEN_ERRORS, atomic_output, check_output
 from ._interrupt import interrupts_after_compiling
 from .data.store import Store, StoreError
 from .data.svmlight import SvmlightFormatError
@@ -32,8 +32,7 @@ from .solvers.sgd import check_rate_options
 # ValueError: what the library raises on bad arguments or inputs (its messages say which);
 # FloatingPointError: a run that diverged (its message says which step to lower)
 USER_ERRORS = (SvmlightFormatError, StoreError, ValueError, FloatingPointError,
-               FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError,
-               PermissionError)
+               FileExistsError, *OPEN_ERRORS)
 
 
 def _positive_int(text):

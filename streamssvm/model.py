@@ -13,7 +13,7 @@ import zipfile
 import numpy as np
 
 from . import kernels
-from ._atomic import atomic_output
+from ._atomic import OPEN_ERRORS, atomic_output
 from ._interrupt import interrupts_after_compiling
 from ._json import json_default
 from ._npz import load_npz
@@ -210,7 +210,8 @@ class Model:
 
     @classmethod
     def load(cls, path):
-        """Read a model written by :meth:`save`."""
+        """Read a model written by :meth:`save`. A path that cannot be opened raises open()'s
+        OSError (FileNotFoundError ...); any other file that is no model, a ValueError."""
         try:
             with load_npz(path) as z:
                 meta = read_meta(z)
@@ -223,6 +224,8 @@ class Model:
                     raise ValueError(f"classes {z['classes'].tolist()} are not all finite")
                 return cls(z["coef"], z["intercept"], z["classes"], meta["params"],
                            meta["history"])
+        except OPEN_ERRORS:
+            raise
         except READ_ERRORS as exc:
             raise ValueError(f"{path}: not a streamssvm model ({exc})") from exc
 

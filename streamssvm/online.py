@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from ._atomic import atomic_output
+from ._atomic import OPEN_ERRORS, atomic_output
 from ._interrupt import interrupts_after_compiling
 from ._json import json_default
 from ._npz import load_npz
@@ -181,7 +181,9 @@ class OnlineTrainer:
     @classmethod
     def load(cls, path, n_threads=None):
         """An OnlineTrainer from a file written by :meth:`save`, on ``n_threads`` threads
-        (the machine's, not the state's: the steps are the same on any number)."""
+        (the machine's, not the state's: the steps are the same on any number). A path that
+        cannot be opened raises open()'s OSError; any other file that is no state, a
+        ValueError."""
         n_threads = check_threads(n_threads)  # the caller's, not the file's
         try:
             with load_npz(path) as z:
@@ -210,6 +212,8 @@ class OnlineTrainer:
             trainer.rng.bit_generator.state = meta["rng"]
             o = trainer.options
             st = SGDState(len(arrays["v"]), o["fit_intercept"], o["average"], o["delay"])
+        except OPEN_ERRORS:
+            raise
         except READ_ERRORS as exc:
             raise ValueError(f"{path}: not an online trainer state ({exc})") from exc
         st.restore(arrays, f"{path}: damaged online trainer state")

@@ -462,6 +462,23 @@ def test_a_file_that_is_no_npz_archive_is_named_as_such(tmp_path, capsys):
     assert "allow_pickle" not in capsys.readouterr().err
 
 
+def test_a_missing_model_file_is_named_as_open_words_it(tmp_path, capsys):
+    """A missing model file (or a folder) was "not a streamssvm model ([Errno 2] ...)": it is
+    the OSError open() raises, and the command line says what it says of a missing store."""
+    from streamssvm import OnlineTrainer
+
+    data = write_store(tmp_path / "data.h5", InMemorySource(X, Y))
+    missing = tmp_path / "missing.npz"
+    for path, error, reason in ((missing, FileNotFoundError, "No such file or directory"),
+                                (tmp_path, IsADirectoryError, "Is a directory")):
+        for load in (Model.load, OnlineTrainer.load):
+            with pytest.raises(error) as raised:
+                load(path)
+            assert (str(raised.value.filename), raised.value.strerror) == (str(path), reason)
+        assert main(["predict", str(path), str(data)]) == 1
+        assert capsys.readouterr().err == f"streamssvm: error: {path}: {reason}\n"
+
+
 def test_predict_decision_without_an_output_is_refused(tmp_path, capsys):
     """--decision without -o was ignored: exit 0, nothing written (found by a probe)."""
     model = tmp_path / "model.npz"

@@ -9,7 +9,7 @@ import weakref
 import h5py
 import numpy as np
 
-from .._atomic import NO_ROOM, atomic_output
+from .._atomic import NO_ROOM, OPEN_ERRORS, atomic_output
 from ..kernels import codec
 from .checksum import ALGORITHM, attributes_checksum, checksum, digest
 from .source import Block, BlockSource
@@ -442,7 +442,7 @@ class Store(BlockSource):
         self.name = self.path
         try:
             self._file = h5py.File(self.path, "r")
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+        except OPEN_ERRORS as exc:
             # as open() words it: h5py's text repeats HDF5's internals
             raise type(exc)(exc.errno, os.strerror(exc.errno), self.path) from None
         except OSError as exc:
