@@ -7,6 +7,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ._interrupt import interrupts_after_compiling
+from ._names import named
 from ._progress import closing_bars
 from .data import BlockSource, InMemorySource, Store, StoreSet
 from .data.storeset import names_stores, open_stores
@@ -176,15 +177,15 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
         try:
             stages.append(get_loss(loss, width).sigma)
         except ValueError as e:
-            raise ValueError(f"sigma_path {list(sigma_path)}: {e}") from None
+            raise ValueError(f"{named('sigma_path')} {list(sigma_path)}: {e}") from None
     if stages:  # larger sigmas first, down to sigma
         ends = [*stages[1:], get_loss(loss, sigma).sigma]
         for i, (width, end) in enumerate(zip(stages, ends)):
             if not width > end:
                 raise ValueError(
-                    f"sigma_path {list(sigma_path)}: stage {width:g} is not larger than "
-                    f"{'the next stage' if i + 1 < len(stages) else 'sigma'} {end:g} (the "
-                    f"stages go from larger sigmas down to sigma)")
+                    f"{named('sigma_path')} {list(sigma_path)}: stage {width:g} is not "
+                    f"larger than {'the next stage' if i + 1 < len(stages) else named('sigma')} "
+                    f"{end:g} (the stages go from larger sigmas down to sigma)")
     # BLAS serves only the solvers' vector operations here, and OpenBLAS's threads spin
     # on the cores the kernels' threads need: news20, Newton, squared hinge, 2 cores,
     # 4.4 s with them and 2.1 s without
@@ -213,7 +214,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
             able = [n for n, f in SOLVERS.items()
                     if "checkpoint" in inspect.signature(f).parameters]
             raise ValueError(f"checkpoints work with the solvers {', '.join(able)}, without "
-                             f"sigma_path")
+                             f"{named('sigma_path')}")
         history, passes, seconds, cached_sweeps, n_iter = [], 0, 0.0, 0, 0
         budget = solver_options.get("max_seconds")  # the whole call's, shared by the stages
         check_max_seconds(budget)  # here: the stages' remainders are clamped at 0

@@ -4,6 +4,9 @@ To add a subcommand, write ``_add_NAME(subparsers)`` (its arguments, and
 ``set_defaults(func=cmd_NAME)``) and ``cmd_NAME(args) -> int``, and list the adder in
 ``SUBCOMMANDS``. Errors of the types in ``USER_ERRORS`` are printed as one line
 ``streamssvm: error: ...`` with exit status 1; anything else is a bug and keeps its traceback.
+A bad value of an option is argparse's error naming it (status 2), found by the library's own
+check of the parameter it sets (``_checked``); errors the library finds later in a combination
+of parameters name train's options (``TRAIN_OPTIONS``).
 Warnings are one line ``streamssvm: warning: ...``.
 Output into a closed pipe ends the command quietly, with status 1. Ctrl-C ends it with
 ``streamssvm: interrupted`` and status 130 (while numba compiles, when the compile ends).
@@ -22,12 +25,16 @@ import numpy as np
 from . import __version__
 from ._atomic import NO_ROOM, OPEN_ERRORS, atomic_output, check_output
 from ._interrupt import interrupts_after_compiling
-from .data.store import Store, StoreError
-from .data.svmlight import SvmlightFormatError
-from .losses.registry import parse_number
+from ._names import options_named
+from .data.store import INT32_MAX, Store, StoreError
+from .data.svmlight import SvmlightFormatError, check_block_size, check_n_features
+from .losses.registry import check_width, parse_number
+from .multiclass import check_class_weights
+from .objective.smooth_svm import check_hessian_sample, check_lam, check_threads
 from .solvers import SOLVERS
-from .solvers.common import check_max_seconds
-from .solvers.sgd import check_rate_options
+from .solvers.checkpoint import check_every
+from .solvers.common import check_max_seconds, check_seed, check_step, check_tol
+from .solvers.sgd import check_delay, check_rate_options
 
 # ValueError: what the library raises on bad arguments or inputs (its messages say which);
 # FloatingPointError: a run that diverged (its message says which step to lower)
@@ -45,33 +52,37 @@ def _positive_int(text):
     return value
 
 
+def _checked(check, expected, convert=float):
+    """An argparse type: the text as ``convert`` reads it, which ``check`` (the library's
+    check of the parameter the option sets) must take; else 'must be EXPECTED, got TEXT'."""
+    def parse(text):
+        try:
+            value = convert(text)
+            check(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {expected}, got {text!r}") from None
+        return value
+    return parse
+
+
 def _class_weight(text):
     """'balanced', or 'LABEL:WEIGHT,...' as a dict of floats."""
     if text == "balanced":
         return text
     try:
-        return {float(label): float(weight)
-                for label, weight in (item.rsplit(":", 1) for item in text.split(","))}
+        weights = {float(label): float(weight)
+                   for label, weight in (item.rsplit(":", 1) for item in text.split(","))}
     except ValueError:
         raise argparse.ArgumentTypeError(f"not 'balanced' nor LABEL:WEIGHT,...: {text!r}") from None
-
-
-def _seconds(text):
-    """A time budget: train_stream's max_seconds (>= 0)."""
     try:
-        value = float(text)
-        check_max_seconds(value)
+        check_class_weights(np.array(list(weights.values())))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds >= 0: {text!r}") from None
-    return value
+        raise argparse.ArgumentTypeError(f"weights must be finite and >= 0, got {text!r}") from None
+    return weights
 
 
-def _width(text):
-    """A loss width: a number or 2^K (as the loss's NAME:sigma=... reads it)."""
-    try:
-        return parse_number(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+_width = _checked(lambda value: check_width("sigma", value),
+                  "a positive finite number or 2^K (K an integer)", parse_number)
 
 
 def _width_list(text):
@@ -88,7 +99,8 @@ def _add_convert(subparsers):
     p.add_argument("input", metavar="IN", help="svmlight/libsvm text file")
     p.add_argument("output", metavar="OUT", help="store to write (HDF5)")
     width = p.add_mutually_exclusive_group()
-    width.add_argument("--n-features", type=_positive_int, metavar="N",
+    width.add_argument("--n-features", metavar="N",
+                       type=_checked(check_n_features, f"an integer in 0..{INT32_MAX}", int),
                        help="width of the matrix; an index beyond it is an error "
                             "(default: largest index + 1)")
     width.add_argument("--like", metavar="STORE",
@@ -102,8 +114,10 @@ def _add_convert(subparsers):
                    help="accept any number of labels (a store of class indices if more than "
                         "two; train then fits one class against the rest for each)")
     blocks = p.add_mutually_exclusive_group()
-    blocks.add_argument("--block-rows", type=_positive_int, metavar="N", help="rows per block")
-    blocks.add_argument("--block-nnz", type=_positive_int, metavar="N", default=1 << 19,
+    block_size = _checked(lambda value: check_block_size(value, "block size"),
+                          f"an integer in 1..{INT32_MAX}", int)
+    blocks.add_argument("--block-rows", type=block_size, metavar="N", help="rows per block")
+    blocks.add_argument("--block-nnz", type=block_size, metavar="N", default=1 << 19,
                         help="end a block at the row reaching N nonzeros (default %(default)s)")
     p.add_argument("--compression", choices=("none", "gzip", "lzf"), default="none",
                    help="HDF5 compression of the blocks (default none)")
@@ -246,18 +260,21 @@ def _add_train(subparsers):
     p.add_argument("--sigma-path", type=_width_list, default=(), metavar="S1,S2,...",
                    help="continuation: solve at these sigmas first (decreasing, all larger "
                         "than --sigma), warm-starting")
-    p.add_argument("--lam", type=float, default=1e-5, help="lambda (default %(default)s)")
+    p.add_argument("--lam", type=_checked(check_lam, "a positive finite number"), default=1e-5,
+                   help="lambda (default %(default)s)")
     p.add_argument("--solver", choices=("auto",) + tuple(SOLVERS), default="tron",
                    help="auto: sdca on wide data (the sharper the loss, the less wide), "
                         "else newton (default %(default)s)")
-    p.add_argument("--tol", type=float, default=0.01,
+    tolerance = _checked(check_tol, "a number >= 0")
+    p.add_argument("--tol", type=tolerance, default=0.01,
                    help="stop at ||grad|| <= tol ||grad at 0|| (default %(default)s)")
-    p.add_argument("--abs-tol", type=float, help="also stop at ||grad|| <= this")
+    p.add_argument("--abs-tol", type=tolerance, help="also stop at ||grad|| <= this")
     p.add_argument("--liblinear-tol", action="store_true",
                    help="scale tol by max(min(#pos, #neg), 1)/n as LIBLINEAR does")
     p.add_argument("--max-iter", type=_positive_int,
                    help="iterations, epochs for the stochastic solvers (default: the solver's)")
-    p.add_argument("--max-seconds", type=_seconds, metavar="SECONDS",
+    p.add_argument("--max-seconds", type=_checked(check_max_seconds, "a number of seconds >= 0"),
+                   metavar="SECONDS",
                    help="time budget: stop the solver after SECONDS, with the model reached "
                         "(one-vs-rest: each class's; with --sigma-path: the whole path's)")
     p.add_argument("--intercept", action="store_true", help="fit an unregularised intercept")
@@ -272,30 +289,35 @@ def _add_train(subparsers):
     p.add_argument("--forcing", choices=("constant", "quadratic"),
                    help="tron's CG forcing term: 0.1 (constant, the default), or "
                         "min(0.1, ||grad||) (quadratic regime)")
-    p.add_argument("--seed", type=int,
+    p.add_argument("--seed", type=_checked(check_seed, "an integer >= 0", int),
                    help="stochastic solvers: seed of the visiting order; newton: of the "
                         "--hessian-sample (default 0)")
-    p.add_argument("--hessian-sample", type=float, metavar="FRACTION",
+    p.add_argument("--hessian-sample", type=_checked(check_hessian_sample, "in (0, 1]"),
+                   metavar="FRACTION",
                    help="newton: CG's Hessian products on a random FRACTION of the rows, "
                         "drawn again each iteration (subsampled Newton); the gradient on all")
-    p.add_argument("--step", type=float, help="saga / svrg step size (default 1/(3 or 4 L_max)); "
-                   "sgd: eta0 of the constant or invscaling schedule")
+    p.add_argument("--step", type=_checked(check_step, "a positive finite number"),
+                   help="saga / svrg step size (default 1/(3 or 4 L_max)); sgd: eta0 of the "
+                        "constant or invscaling schedule")
     p.add_argument("--learning-rate", choices=("optimal", "constant", "invscaling"),
                    help="sgd's schedule (default optimal, which takes no --step)")
     p.add_argument("--average", action="store_true", default=None,
                    help="sgd / pegasos: averaged iterate")
-    p.add_argument("--delay", type=int, metavar="K",
+    p.add_argument("--delay", type=_checked(lambda value: check_delay(value, False),
+                                            "an integer >= 0", int), metavar="K",
                    help="sgd: updates delayed by up to K - 1 steps, on two threads (on "
                         "news20, K = 16 reached serial SGD's objectives); 0 (default): "
                         "serial SGD")
     p.add_argument("--checkpoint", metavar="FILE",
                    help="write the solver's state here as it runs (atomically; binary stores)")
-    p.add_argument("--checkpoint-every", type=float, metavar="SECONDS",
+    p.add_argument("--checkpoint-every", type=_checked(check_every, "a number of seconds >= 0"),
+                   metavar="SECONDS",
                    help="seconds between checkpoints (default 60; 0: every iteration)")
     p.add_argument("--resume", action="store_true",
                    help="continue from the --checkpoint file (ends at the model an "
                         "uninterrupted run would give)")
-    p.add_argument("--threads", type=_positive_int, help="kernel threads (default: all cores)")
+    p.add_argument("--threads", type=_checked(check_threads, "an integer >= 1", int),
+                   help="kernel threads (default: all cores)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="train on the workers of this Dask scheduler (e.g. tcp://host:8786): "
                         "each opens its blocks of the stores by the same paths (a shared "
@@ -325,6 +347,11 @@ def _checkpoint_options(args):
         options["checkpoint_every"] = args.checkpoint_every
     return options
 
+
+# the options that set the parameters the library's errors name when it finds a combination
+# of them wrong (--loss psi_g:sigma=0.01 with --sigma-path 0.5, --step beyond 1 / --lam)
+TRAIN_OPTIONS = {"loss": "--loss", "sigma": "--sigma", "sigma_path": "--sigma-path",
+                 "lam": "--lam", "step": "--step"}
 
 # train's options for the solver (argparse's dests, train_stream's names; --step is also
 # sgd's eta0); left out, they are None
@@ -390,7 +417,7 @@ def cmd_train(args):
         raise ValueError(f"--checkpoint {args.checkpoint} is the model file -o {args.output}: "
                          f"give it another name")
     options = dict(_solver_options(args), **_checkpoint_options(args))
-    with _dask_client(args.scheduler) as client:
+    with _dask_client(args.scheduler) as client, options_named(TRAIN_OPTIONS):
         model = train_one_vs_rest(args.store, class_weight=args.class_weight, loss=args.loss,
                                   sigma=args.sigma, sigma_path=args.sigma_path, lam=args.lam,
                                   solver=args.solver, tol=args.tol, abs_tol=args.abs_tol,

@@ -63,9 +63,14 @@ def class_weight_vector(class_weight, classes, class_counts):
         weights = np.asarray(class_weight, np.float64)
         if weights.shape != (k,):
             raise ValueError(f"class_weight has shape {weights.shape}, expected ({k},)")
+    check_class_weights(weights)
+    return weights
+
+
+def check_class_weights(weights):
+    """Refuse class weights (an array) that are not all finite and >= 0."""
     if not np.all(np.isfinite(weights) & (weights >= 0)):
         raise ValueError(f"class weights must be finite and >= 0, got {weights}")
-    return weights
 
 
 @interrupts_after_compiling()

@@ -600,6 +600,24 @@ def test_cli_errors(tmp_path, write_text, python, python_env, capsys):
     assert exit_info.value.code == 2 and "not allowed with" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("option, value, expected", [
+    ("--n-features", "-1", "an integer in 0..2147483647"),
+    ("--n-features", "3000000000", "an integer in 0..2147483647"),
+    ("--block-rows", "0", "an integer in 1..2147483647"),
+    ("--block-nnz", "2147483648", "an integer in 1..2147483647"),
+])
+def test_cli_refuses_a_bad_number_naming_the_option(tmp_path, write_text, python, python_env,
+                                                    option, value, expected):
+    """A width or block size beyond int32 was refused by the library naming its Python
+    parameter (block_rows ...), status 1: an argparse error naming the option, by the
+    library's check."""
+    src = write_text(b"1 1:1\n-1 2:1\n")
+    r = run_cli(python, python_env, "convert", src, tmp_path / "o.h5", option, value)
+    assert r.returncode == 2 and not (tmp_path / "o.h5").exists()
+    assert r.stderr.splitlines()[-1] == (f"streamssvm convert: error: argument {option}: must "
+                                         f"be {expected}, got {value!r}")
+
+
 def test_cli_names_a_missing_store_as_info_does(tmp_path, write_text, capsys):
     """train, predict and convert --like printed h5py's errno text (HDF5's internals) for a
     missing store, which info named in one short line; a folder is named as such."""

@@ -499,7 +499,7 @@ def test_online_trainer_stops_at_divergence_and_keeps_the_saved_state(data, tmp_
     (dict(solver="pegasos", fit_intercept=True),
      r"Pegasos' rate.*fit_intercept=False \(no --intercept\)"),
     (dict(learning_rate="foo"), "unknown learning_rate 'foo'"),
-    (dict(learning_rate="constant", eta0=0.0), "eta0 must be positive for 'constant'"),
+    (dict(learning_rate="constant", eta0=0.0), "eta0 must be a positive finite number"),
 ])
 def test_online_trainer_refuses_a_schedule_when_made(options, message):
     """These were refused by the first partial_fit, after it had set the trainer's state:
@@ -573,8 +573,10 @@ def test_cli_passes_sgd_its_delay(data, tmp_path, capsys):
         warnings.simplefilter("ignore", ConvergenceWarning)
         assert main([*train, "--delay", "4"]) == 0
     assert streamssvm.Model.load(model).params["delay"] == 4
-    assert main([*train, "--delay", "-1", "--overwrite"]) == 1
-    assert "delay must be an integer >= 0, got -1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main([*train, "--delay", "-1", "--overwrite"])
+    assert exc.value.code == 2
+    assert "argument --delay: must be an integer >= 0, got '-1'" in capsys.readouterr().err
 
 
 def test_cli_trains_subsampled_newton(data, tmp_path, capsys):
@@ -832,8 +834,6 @@ def test_cli_passes_auto_the_options_given(data, tmp_path, loss, rows, given, ex
     (["--solver", "tron", "--forcing", "quadratic", "--seed", "3"], "takes no --seed"),
     (["--solver", "pegasos", "--delay", "16"], "--solver pegasos takes no --delay"),
     (["--solver", "tron", "--delay", "0"], "--solver tron takes no --delay"),  # 0 is given
-    (["--solver", "sgd", "--learning-rate", "constant", "--step", "0"],
-     "eta0 must be positive for 'constant', got 0.0"),
     # sgd's default schedule takes no eta0, with sgd or auto
     (["--solver", "sgd", "--step", "0.1"], "eta0 (--step) is the step of the learning_rate "
                                            "schedules 'constant' and 'invscaling'; 'optimal'"),
@@ -850,6 +850,58 @@ def test_cli_refuses_options_the_solver_does_not_take(data, tmp_path, capsys, gi
     assert main(["train", str(store), "-o", str(model), "--max-iter", "2", "--quiet",
                  *given]) == 1
     assert message in capsys.readouterr().err
+    assert not model.exists()
+
+
+@pytest.mark.parametrize("given, option, value", [
+    (["--lam", "0"], "--lam", "0"), (["--lam", "nan"], "--lam", "nan"),
+    (["--lam", "inf"], "--lam", "inf"), (["--tol", "-1"], "--tol", "-1"),
+    (["--abs-tol", "nan"], "--abs-tol", "nan"), (["--sigma", "-0.5"], "--sigma", "-0.5"),
+    (["--sigma-path", "0.5,0"], "--sigma-path", "0"), (["--seed", "-1"], "--seed", "-1"),
+    (["--solver", "newton", "--hessian-sample", "1.5"], "--hessian-sample", "1.5"),
+    (["--solver", "saga", "--step", "0"], "--step", "0"),
+    (["--solver", "sgd", "--learning-rate", "constant", "--step", "inf"], "--step", "inf"),
+    (["--solver", "sgd", "--delay", "-2"], "--delay", "-2"), (["--threads", "0"], "--threads", "0"),
+    (["--checkpoint", "c.npz", "--checkpoint-every", "-1"], "--checkpoint-every", "-1"),
+    (["--class-weight", "1:-1"], "--class-weight", "1:-1"),
+])
+def test_cli_refuses_a_bad_number_naming_the_option(data, tmp_path, capsys, given, option,
+                                                    value):
+    """A bad value of a numeric option was refused by the library once training began,
+    naming its Python parameter (lambda, abs_tol ...) with status 1: it is an argparse error
+    naming the option, by the library's check of the parameter it sets."""
+    from streamssvm.cli import main
+
+    store, model = tmp_path / "a9a.h5", tmp_path / "m.npz"
+    write_store(store, InMemorySource(*data))
+    with pytest.raises(SystemExit) as exc:
+        main(["train", str(store), "-o", str(model), "--quiet", *given])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: streamssvm train")
+    assert f"streamssvm train: error: argument {option}: " in err and repr(value) in err
+    assert not model.exists()
+
+
+@pytest.mark.parametrize("given, message", [
+    (["--loss", "psi_g:sigma=0.01", "--sigma-path", "0.5"],
+     "--sigma-path [0.5]: --loss 'psi_g:sigma=0.01': sigma=0.01 in the name but sigma=0.5 "
+     "given too"),
+    (["--sigma-path", "0.01"], "--sigma-path [0.01]: stage 0.01 is not larger than --sigma "
+                               "0.125"),
+    (["--loss", "logistic", "--sigma", "0.1"], "--loss 'logistic' takes no sigma"),
+    (["--lam", "0.5", "--solver", "saga", "--step", "4"], "--step must be below 1 / --lam = 2, "
+                                                          "got 4.0"),
+])
+def test_cli_names_the_options_of_a_combination_refused(data, tmp_path, capsys, given, message):
+    """A combination of options the library refuses was named by its Python parameters
+    (sigma_path, loss, lam): by the options, as typed."""
+    from streamssvm.cli import main
+
+    store, model = tmp_path / "a9a.h5", tmp_path / "m.npz"
+    write_store(store, InMemorySource(*data))
+    assert main(["train", str(store), "-o", str(model), "--quiet", *given]) == 1
+    assert capsys.readouterr().err.startswith(f"streamssvm: error: {message}")
     assert not model.exists()
 
 
@@ -882,7 +934,7 @@ def test_cli_max_seconds_stops_the_run_on_time(data, tmp_path, capsys, solver):
     with pytest.raises(SystemExit) as exc:
         main(["train", str(store), "-o", str(model), "--max-seconds", "-1"])
     assert exc.value.code == 2
-    assert ("error: argument --max-seconds: not a number of seconds >= 0: '-1'\n"
+    assert ("error: argument --max-seconds: must be a number of seconds >= 0, got '-1'\n"
             in capsys.readouterr().err)
 
 def test_cli_takes_sigmas_as_powers_of_two(data, tmp_path, capsys):
@@ -902,8 +954,8 @@ def test_cli_takes_sigmas_as_powers_of_two(data, tmp_path, capsys):
         with pytest.raises(SystemExit) as exc:
             main(["train", str(store), "-o", str(model), option, "2^x"])
         assert exc.value.code == 2
-        assert (f"error: argument {option}: '2^x' is not a number nor 2^K (K an integer)\n"
-                in capsys.readouterr().err)
+        assert (f"error: argument {option}: must be a positive finite number or 2^K (K an "
+                f"integer), got '2^x'\n" in capsys.readouterr().err)
 
 def test_cli_passes_the_solver_its_options_given_or_its_defaults(data, tmp_path):
     """Options the solver shares are passed to it; those left out are its defaults."""
@@ -1393,7 +1445,7 @@ def test_a_step_of_one_over_lambda_or_more_is_refused(solver, times):
     """At step = 1 / lam the L2 term's shrink of w's scale is 0, and the kernels divided
     by it: a bare ZeroDivisionError (found by a probe). Such steps are beyond 1 / L_max."""
     X, y = _small_problem()
-    with pytest.raises(ValueError, match=r"step must be a positive number below 1 / lam = 2,"):
+    with pytest.raises(ValueError, match=r"step must be below 1 / lam = 2,"):
         streamssvm.train_stream(X, y, loss="logistic", solver=solver, step=times * 2.0,
                                 lam=0.5, progress=False)
 

@@ -48,6 +48,21 @@ class SvmlightFormatError(ValueError):
     """Text that is not valid svmlight / libsvm input (the message says where and why)."""
 
 
+def check_block_size(value, option):
+    """Refuse a block's row or nonzero limit (``option``: block_rows, block_nnz) that is not
+    an integer in 1..INT32_MAX."""
+    if not (isinstance(value, numbers.Integral) and 1 <= value <= INT32_MAX):
+        raise ValueError(f"{option} must be an integer in 1..{INT32_MAX} (a block's index "
+                         f"pointers are int32), got {value!r}")
+
+
+def check_n_features(n_features):
+    """Refuse a width (``n_features``) that is not an integer in 0..INT32_MAX."""
+    if not (isinstance(n_features, numbers.Integral) and 0 <= n_features <= INT32_MAX):
+        raise ValueError(f"n_features must be an integer in 0..{INT32_MAX}, got "
+                         f"{n_features!r}")
+
+
 # --- parser return codes --------------------------------------------------------------------
 DONE = 0          # consumed buf[pos:end]
 BLOCK_FULL = 1    # the current block reached its row or nonzero limit, or int32's
@@ -808,14 +823,10 @@ class BlockParser:
             raise ValueError(f"zero_based must be 'auto', True or False, got {zero_based!r}")
         auto = isinstance(zero_based, str)
         for option, value in (("block_rows", block_rows), ("block_nnz", block_nnz)):
-            if value is not None and not (isinstance(value, numbers.Integral)
-                                          and 1 <= value <= INT32_MAX):
-                raise ValueError(f"{option} must be an integer in 1..{INT32_MAX} (a block's "
-                                 f"index pointers are int32), got {value!r}")
-        if n_features is not None and not (isinstance(n_features, numbers.Integral)
-                                           and 0 <= n_features <= INT32_MAX):
-            raise ValueError(f"n_features must be an integer in 0..{INT32_MAX}, got "
-                             f"{n_features!r}")
+            if value is not None:
+                check_block_size(value, option)
+        if n_features is not None:
+            check_n_features(n_features)
         if classes is not None and not np.all(np.isfinite(np.asarray(classes, np.float64))):
             raise ValueError(f"classes must be finite numbers, got {classes!r}")
         if np.dtype(value_dtype) not in (np.float32, np.float64):

@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import njit
 
+from .._names import named
 from . import _scalar
 
 _NO_PARAMS = np.empty(0)  # the params array of every named loss
@@ -385,7 +386,9 @@ def _parse(text):
     return name, values
 
 
-def _check_width(key, value):
+def check_width(key, value):
+    """A loss width ``key`` (sigma, gamma, h) as a float if a positive finite number, else a
+    ValueError."""
     value = float(value)
     if not (np.isfinite(value) and value > 0):
         raise ValueError(f"{key} must be a positive finite number, got {value}")
@@ -433,17 +436,18 @@ def get_loss(loss, sigma=None, *, theta=None, gamma=None, h=None):
         raise ValueError(f"unknown loss {loss!r}; known: {', '.join(LOSS_NAMES)}")
     for key, value in from_string.items():
         if key in given and float(given[key]) != value:
-            raise ValueError(f"loss {loss!r}: {key}={value} in the name but {key}={given[key]} "
-                             "given too")
+            raise ValueError(f"{named('loss')} {loss!r}: {key}={value} in the name but "
+                             f"{key}={given[key]} given too")
         given[key] = value
     names = [key for key, _ in spec.params]
     for key in given:
         if key not in names:
             listing = ", ".join(f"{k} (default {_fmt(d)})" for k, d in spec.params)
-            raise ValueError(f"loss {name!r} takes no {key}; its parameters: {listing}")
+            raise ValueError(f"{named('loss')} {name!r} takes no {key}; its parameters: "
+                             f"{listing}")
     defaults = dict(spec.params)
     width_key = next((k for k in names if k in _WIDTHS), None)
-    width = _check_width(width_key, given.get(width_key, defaults[width_key])) if width_key else 1.0
+    width = check_width(width_key, given.get(width_key, defaults[width_key])) if width_key else 1.0
     theta_value = float(given.get("theta", defaults["theta"]))
     if not np.isfinite(theta_value):
         raise ValueError(f"theta must be finite, got {theta_value}")

@@ -136,9 +136,7 @@ class SmoothSVMObjective:
     def __init__(self, source, loss, lam, sigma=None, fit_intercept=False,
                  intercept_scaling=1.0, n_threads=None, progress=False, cache_curved="auto",
                  cache_bytes=None, sample_weight=None, hold="auto"):
-        lam = float(lam)
-        if not (np.isfinite(lam) and lam > 0):
-            raise ValueError(f"lambda must be a positive finite number, got {lam}")
+        lam = check_lam(lam)
         if source.n_samples == 0:
             raise ValueError(f"{source.name}: no rows to train on")
         if source.n_features == 0 and not fit_intercept:
@@ -510,8 +508,7 @@ class SmoothSVMObjective:
         into memory within ``cache_bytes``: from the state's copy of the curved rows (no
         pass), or by one pass; when they do not fit, Hessian products stream the source
         and compute on the sampled rows only."""
-        if not 0 < fraction <= 1:
-            raise ValueError(f"the Hessian sample fraction must be in (0, 1], got {fraction}")
+        check_hessian_sample(fraction)
         state = self._check_state(state)
         # one draw per row of the data, so that a seed samples the same rows whether the
         # curved rows were copied or not (held data, free memory)
@@ -621,6 +618,20 @@ class SmoothSVMObjective:
         for indptr, indices, data, curvature in self._curved_blocks(state):
             kernels.hess_diag(indptr, indices, data, curvature, self.bias, self._scatter)
         return self._merged(ones, self.lam)
+
+
+def check_lam(lam):
+    """``lam`` as a float if a positive finite number, else a ValueError."""
+    lam = float(lam)
+    if not (np.isfinite(lam) and lam > 0):
+        raise ValueError(f"lambda must be a positive finite number, got {lam}")
+    return lam
+
+
+def check_hessian_sample(fraction):
+    """Refuse a Hessian sample fraction (newton's ``hessian_sample``) outside (0, 1]."""
+    if not 0 < fraction <= 1:
+        raise ValueError(f"the Hessian sample fraction must be in (0, 1], got {fraction}")
 
 
 def check_threads(n_threads):

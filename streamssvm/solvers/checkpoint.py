@@ -27,6 +27,12 @@ from .._npz import load_npz
 CHECKPOINT_FORMAT = "streamssvm.checkpoint"
 
 
+def check_every(every):
+    """Refuse seconds between checkpoints (``checkpoint_every``) that are not >= 0."""
+    if not every >= 0:
+        raise ValueError(f"checkpoint every must be >= 0 seconds, got {every}")
+
+
 class Checkpoint:
     """Where and how often to checkpoint, and what training the file must belong to.
 
@@ -45,8 +51,7 @@ class Checkpoint:
     """
 
     def __init__(self, path, every=60.0, problem=None, held=None):
-        if not every >= 0:
-            raise ValueError(f"checkpoint every must be >= 0 seconds, got {every}")
+        check_every(every)
         check_output(path, overwrite=True)  # a directory, or none to write in: before the run
         self.path, self.every = os.fspath(path), float(every)
         self.problem = json.loads(json.dumps(problem or {}, default=json_default))

@@ -44,17 +44,28 @@ def stopping_threshold(objective, grad0_norm, tol, abs_tol=None, liblinear_tol=F
     ``tol * ||grad L(0)||``, with ``tol`` scaled by max(min(#pos, #neg), 1) / n when
     ``liblinear_tol`` (LIBLINEAR's rule for -s 0 / -s 2), or ``abs_tol`` if that is larger.
     """
-    if not tol >= 0:
-        raise ValueError(f"tol must be >= 0, got {tol}")
+    check_tol(tol)
     if liblinear_tol:
         n_neg, n_pos = objective.source.label_counts()
         tol = tol * max(min(n_pos, n_neg), 1) / objective.n_samples
     threshold = tol * grad0_norm
     if abs_tol is not None:
-        if not abs_tol >= 0:
-            raise ValueError(f"abs_tol must be >= 0, got {abs_tol}")
+        check_tol(abs_tol, "abs_tol")
         threshold = max(threshold, abs_tol)
     return threshold
+
+
+def check_tol(tol, name="tol"):
+    """Refuse a stopping tolerance (``tol``, ``abs_tol``) that is not >= 0."""
+    if not tol >= 0:
+        raise ValueError(f"{name} must be >= 0, got {tol}")
+
+
+def check_step(step, name="step"):
+    """Refuse a step size (saga's and svrg's ``step``, sgd's ``eta0``) that is not a positive
+    finite number."""
+    if not (np.isfinite(step) and step > 0):
+        raise ValueError(f"{name} must be a positive finite number, got {step}")
 
 
 def check_seed(seed):

@@ -20,8 +20,10 @@ gradient", Mathematical Programming 162 (2017): the just-in-time sparse updates.
 
 import numpy as np
 
+from .._names import named
 from .._progress import closing_bars
 from ..kernels import stochastic as sk
+from .common import check_step
 from .stochastic import EpochRun, per_sample_array, saved_array
 
 
@@ -38,8 +40,9 @@ def step_size(objective, step, factor):
         return 1.0 / (factor * smoothness)
     # the L2 term's shrink 1 - step lam is a factor of w's scale: 0 would divide by zero
     # (and 1 / lam is beyond 1 / L_max, where the steps converge, as L_max >= lam)
-    if not (np.isfinite(step) and 0 < step * objective.lam < 1):
-        raise ValueError(f"step must be a positive number below 1 / lam = "
+    check_step(step)
+    if not step * objective.lam < 1:
+        raise ValueError(f"{named('step')} must be below 1 / {named('lam')} = "
                          f"{1 / objective.lam:.6g}, got {step}")
     return float(step)
 

@@ -32,6 +32,7 @@ from .._memory import available_memory_bytes
 from .._progress import closing_bars
 from ..kernels import stochastic as sk
 from ..losses._scalar import derivatives_with_params
+from .common import check_step
 from .stochastic import EpochRun, saved_array
 
 SCHEDULES = {"optimal": sk.OPTIMAL, "pegasos": sk.OPTIMAL, "constant": sk.CONSTANT,
@@ -192,8 +193,8 @@ def check_rate_options(learning_rate, eta0=None, power_t=None):
                              f"{' and '.join(map(repr, schedules))}; {learning_rate!r} takes "
                              f"none: leave {name} out, or choose "
                              f"{'one of them' if several else 'it'}")
-    if eta0 is not None and not (np.isfinite(eta0) and eta0 > 0):
-        raise ValueError(f"eta0 must be positive for {learning_rate!r}, got {eta0}")
+    if eta0 is not None:
+        check_step(eta0, "eta0")
     if power_t is not None and not (np.isfinite(power_t) and power_t >= 0):
         raise ValueError(f"power_t must be finite and >= 0, got {power_t}")
 
