@@ -351,7 +351,7 @@ def _checkpoint_options(args):
 # the options that set the parameters the library's errors name when it finds a combination
 # of them wrong (--loss psi_g:sigma=0.01 with --sigma-path 0.5, --step beyond 1 / --lam)
 TRAIN_OPTIONS = {"loss": "--loss", "sigma": "--sigma", "sigma_path": "--sigma-path",
-                 "lam": "--lam", "step": "--step"}
+                 "lam": "--lam", "step": "--step", "class_weight": "--class-weight"}
 
 # train's options for the solver (argparse's dests, train_stream's names; --step is also
 # sgd's eta0); left out, they are None

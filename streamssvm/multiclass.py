@@ -12,6 +12,7 @@ the rows of class c cost ``class_weight[c]`` and the others 1. Row weights multi
 import numpy as np
 
 from ._interrupt import interrupts_after_compiling
+from ._names import named
 from .api import check_w0_shape, open_source, train_stream
 from .data import OneVsRestView
 from .model import Model
@@ -54,8 +55,8 @@ def class_weight_vector(class_weight, classes, class_counts):
         index = {label: j for j, label in enumerate(classes)}
         unknown = [label for label in class_weight if label not in index]
         if unknown:
-            raise ValueError(f"class_weight names labels {unknown} that are not among the "
-                             f"classes {list(classes)}")
+            raise ValueError(f"{named('class_weight')} names labels {unknown} that are not "
+                             f"among the classes {list(classes)}")
         weights = np.ones(k)
         for label, weight in class_weight.items():
             weights[index[label]] = weight

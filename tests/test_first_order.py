@@ -892,10 +892,12 @@ def test_cli_refuses_a_bad_number_naming_the_option(data, tmp_path, capsys, give
     (["--loss", "logistic", "--sigma", "0.1"], "--loss 'logistic' takes no sigma"),
     (["--lam", "0.5", "--solver", "saga", "--step", "4"], "--step must be below 1 / --lam = 2, "
                                                           "got 4.0"),
+    (["--class-weight", "3:2"], "--class-weight names labels [3.0] that are not among the "
+                                "classes [-1.0, 1.0]"),
 ])
 def test_cli_names_the_options_of_a_combination_refused(data, tmp_path, capsys, given, message):
     """A combination of options the library refuses was named by its Python parameters
-    (sigma_path, loss, lam): by the options, as typed."""
+    (sigma_path, loss, lam, class_weight): by the options, as typed."""
     from streamssvm.cli import main
 
     store, model = tmp_path / "a9a.h5", tmp_path / "m.npz"

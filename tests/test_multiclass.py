@@ -418,7 +418,7 @@ def test_cli_multiclass_convert_info_train_predict(tmp_path, text, capsys, sklea
     assert accuracy == pytest.approx(np.mean(predicted == y), abs=1e-4)
     assert main(["train", str(store), "-o", str(model), "--overwrite",
                  "--class-weight", "3:2,9:1"]) == 1
-    assert "class_weight names labels [9.0]" in capsys.readouterr().err
+    assert "--class-weight names labels [9.0]" in capsys.readouterr().err
 
 
 def test_cli_predict_decision_columns_are_in_the_model_class_order(tmp_path, digits, capsys):
