@@ -470,7 +470,8 @@ def assert_entries_as_csc(columns, expected):
 @pytest.mark.parametrize("n_parts", [1, 2, 3, 7])
 def test_column_kernels_equal_scipy(n_parts):
     """X v, X^T u and (X.^2)^T u from the columns, with single, multiple and empty columns,
-    in the variables' order and in the columns' own (``compact``)."""
+    in the variables' order and in the columns' own (``compact``, where X v may first make
+    v = z + beta v)."""
     rng = np.random.default_rng(30)
     X = sp.random(60, 400, density=0.01, random_state=31, format="csr")  # many single
     X = sp.hstack([X, sp.random(60, 20, density=0.5, random_state=32)]).tocsr()
@@ -490,6 +491,11 @@ def test_column_kernels_equal_scipy(n_parts):
     np.testing.assert_array_equal(np.sort(order), np.flatnonzero(np.diff(X.tocsc().indptr)))
     np.testing.assert_array_equal(kernels.column_products(columns, v[order], 60, n_parts, True),
                                   kernels.column_products(columns, v, 60, n_parts))
+    # with z: v made z + beta v in place as it is read (CG's next direction), then X v
+    z, fused = rng.standard_normal(order.size), v[order]
+    xv = kernels.column_products(columns, fused, 60, n_parts, True, z, 0.7)
+    np.testing.assert_allclose(fused, z + 0.7 * v[order], rtol=1e-15)
+    np.testing.assert_array_equal(xv, kernels.column_products(columns, fused, 60, n_parts, True))
     x_compact = np.r_[x[order], x[420]]
     for squared in (False, True):
         out, compact = np.empty(421), np.empty(order.size + 1)

@@ -30,8 +30,11 @@ class NewtonSystem:
         self.grad = state.grad
         self.rest_curvature = self.lam
 
-    def hessp_quad(self, d):
-        """H d and d.H d (the rest's part left out)."""
+    def hessp_quad(self, d, z=None, beta=0.0):
+        """H d and d.H d (the rest's part left out); with ``z``, of d made z + beta d
+        first, in place (CG's next direction)."""
+        if z is not None:
+            kernels.vector.cg_direction(beta, z, d, d, self.objective.n_threads)
         return self.objective.hessp_quad(self.state, d)
 
     def hess_diag(self):
@@ -72,10 +75,12 @@ class ColumnSystem(NewtonSystem):
                                   self._scale, objective.n_threads, out, True)
         return out, dot
 
-    def hessp_quad(self, d):
+    def hessp_quad(self, d, z=None, beta=0.0):
         columns = self.objective._state_columns(self.state)
+        if z is not None and self.bias:
+            d[-1] = z[-1] + beta * d[-1]
         xd = kernels.column_products(columns, d, self.objective.n_samples,
-                                     self.objective.n_threads, True)
+                                     self.objective.n_threads, True, z, beta)
         if self.bias:
             xd += self.bias * d[-1]
         return self._sums(columns, self.state.curvature * xd, False, d)

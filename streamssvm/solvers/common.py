@@ -129,19 +129,26 @@ def diag_preconditioner(system, enabled):
     return diag
 
 
+def trial_point(objective, state, step):
+    """(w + ``step``, g.``step``) at ``state``, in one parallel sweep."""
+    w = np.empty_like(state.w)
+    return w, float(vector.moved(state.w, step, state.grad, w, objective.n_threads))
+
+
 def line_search(objective, state, direction, eta=ARMIJO_ETA):
     """Armijo backtracking from ``state`` along ``direction`` (a descent direction): the
     full step is evaluated (one pass), then :func:`backtracking`. Returns ``(PointState,
     t)``, or ``(None, 0.0)`` when no step passes."""
-    return backtracking(objective, state, direction, objective.evaluate(state.w + direction), eta)
+    w, gd = trial_point(objective, state, direction)
+    return backtracking(objective, state, direction, objective.evaluate(w), gd, eta)
 
 
-def backtracking(objective, state, direction, trial, eta=ARMIJO_ETA):
+def backtracking(objective, state, direction, trial, gd, eta=ARMIJO_ETA):
     """The first of t = 1, 2^-1, ..., 2^-60 with f(w + t d) <= f(w) + eta t g.d, given
-    ``trial``, the evaluated state at w + ``direction``: the halvings are tried from the
-    margins of the two points (no pass), and the one that passes is evaluated (one more
-    pass). Returns ``(PointState, t)``, or ``(None, 0.0)`` when no step passes."""
-    gd = float(state.grad @ direction)
+    ``trial``, the evaluated state at w + ``direction``, and ``gd`` = g.d: the halvings are
+    tried from the margins of the two points (no pass), and the one that passes is
+    evaluated (one more pass). Returns ``(PointState, t)``, or ``(None, 0.0)`` when no step
+    passes."""
     if trial.f - state.f <= eta * gd:
         return trial, 1.0
     step = 0.5
@@ -171,7 +178,9 @@ class PreconditionedCG:
     (:mod:`~streamssvm.kernels.vector`) on ``n_parts`` threads: with millions of features
     the vectors come from memory, not cache. The solves reuse the vectors: fresh ones
     cost the first touch of their pages at every solve (news20: a start took 7-8 ms so,
-    3.5 ms on kept arrays), so ``s`` and ``d`` are only valid until the next start.
+    3.5 ms on kept arrays), so ``s`` and ``d`` are only valid until the next start. After
+    :meth:`next_direction` in place, ``d`` is the new direction only once :meth:`hessp`
+    has made it (the system's product makes it as it reads d).
 
     The vectors hold the system's columns. On its rest (:mod:`~streamssvm.objective.system`),
     where H is lambda I and M is I, r, d and s are multiples of r_0 = -g there, whose norms
@@ -197,11 +206,16 @@ class PreconditionedCG:
         self.rho, self.delta, self.sigma = self.rest_norm, self.rest_norm, 0.0
         self.ztr = self._ztr_next = float(self.z @ self.r) + self.rho * self.rho
         self.sms = self.sr = self.sg = self.shd = self.dr = 0.0
+        self._beta = None
         return self
 
     def hessp(self):
-        """H d and d.H d."""
-        hd, dhd = self.system.hessp_quad(self.d)
+        """H d and d.H d (d made first if :meth:`next_direction` left it to this)."""
+        if self._beta is None:
+            hd, dhd = self.system.hessp_quad(self.d)
+        else:
+            hd, dhd = self.system.hessp_quad(self.d, self.z, self._beta)
+            self._beta = None
         return hd, dhd + self.rest_lam * self.delta * self.delta
 
     def move(self, alpha, hd):
@@ -223,13 +237,16 @@ class PreconditionedCG:
         self.sms, self._ztr_next, self.sr, self.sg, self.shd, self.dr = sms, zr, sr, sg, shd, dr
 
     def next_direction(self, out=None):
-        """d = z + (z.r / previous z.r) d: one sweep, in place or into ``out``, which
-        becomes d (the previous d is then left as it was)."""
-        out = self.d if out is None else out
+        """d = z + (z.r / previous z.r) d: into ``out``, which becomes d (the previous d
+        is then left as it was), or in place by the next :meth:`hessp`, as the system's
+        product reads d (until then ``d`` is the previous direction)."""
         beta = self._ztr_next / self.ztr
-        vector.cg_direction(beta, self.z, self.d, out, self.n_parts)
+        if out is None:
+            self._beta = beta
+        else:
+            vector.cg_direction(beta, self.z, self.d, out, self.n_parts)
+            self.d = out
         self.delta = self.rho + beta * self.delta
-        self.d = out
         self.ztr = self._ztr_next
 
     def m_dots(self):

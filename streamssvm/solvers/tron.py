@@ -30,7 +30,7 @@ import numpy as np
 from .._memory import available_memory_bytes
 from .._progress import closing_bars
 from .common import (OVERFLOW, PreconditionedCG, Run, backtracking, diag_preconditioner,
-                     m_dot)
+                     m_dot, trial_point)
 
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
 SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
@@ -240,12 +240,12 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
                 path.reset()  # products from memory: no path (nor an old state) is kept
             s, sr, sms, steps, on_boundary = _trust_region_cg(system, precond, delta, xi_t,
                                                                cg, path if keep else None)
-        gs = float(state.grad @ s)
+        w, gs = trial_point(objective, state, s)
         predicted = -0.5 * (gs - sr)
         if not np.isfinite(predicted):  # else every test below is False: rejected forever
             run.message = OVERFLOW
             break
-        trial = objective.evaluate(state.w + s)
+        trial = objective.evaluate(w)
         actual = state.f - trial.f
         snorm = np.sqrt(sms)
         if run.iteration == 0:
@@ -265,7 +265,7 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         accepted = actual > ETA0 * predicted
         step = 1.0 if accepted else 0.0
         if not accepted and backtrack:
-            trial, step = backtracking(objective, state, s, trial)
+            trial, step = backtracking(objective, state, s, trial, gs)
             if trial is not None:
                 accepted, delta = True, step * snorm
         if accepted:
