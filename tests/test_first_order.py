@@ -15,6 +15,7 @@ import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from numba.core import event as numba_event
 
 import streamssvm
 from streamssvm.data import InMemorySource, Store, StoreError, write_store
@@ -694,37 +695,62 @@ def test_api_interrupted_while_numba_compiles_raises_keyboard_interrupt(data, tm
     assert b"ctypes callback" not in run.stderr
 
 
-class _HandlerSource(InMemorySource):
-    """Rows whose reads record the SIGINT handler they run under."""
+class _CompilingSource(InMemorySource):
+    """Rows whose reads record the SIGINT handler, then compile a new numba function."""
 
     def read_range(self, first, stop):
         self.handler = signal.getsignal(signal.SIGINT)
+        numba.njit(lambda v: v + 1)(1)
         return super().read_range(first, stop)
 
 
-def test_api_restores_the_sigint_handler_and_keeps_a_callers(data):
-    """The API's calls hold a Ctrl-C while numba compiles by a handler of their own, nested
-    calls (train_one_vs_rest's of train_stream) by the outermost's: Python's handler is back
-    after a call, returned or raised, and a caller's own handler is left in place."""
-    source = _HandlerSource(*data)
+class _HandlerAtCompile(numba_event.Listener):
+    """The SIGINT handler in place as numba's compiler lock is taken."""
+
+    def __init__(self):
+        self.handlers = []
+
+    def on_start(self, event):
+        self.handlers.append(signal.getsignal(signal.SIGINT))
+
+    def on_end(self, event):
+        pass
+
+
+def test_api_holds_ctrl_c_around_compiles_only_and_keeps_a_callers_handler(data):
+    """The API's calls hold a Ctrl-C by a handler of their own while numba compiles in them,
+    nested calls (train_one_vs_rest's of train_stream) too, and nowhere else: Python's
+    handler is in place outside compiles and after a call, returned or raised; a compile
+    outside the API's calls, and a caller's own handler, are left alone."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        streamssvm.train_one_vs_rest(source, max_iter=1, progress=False)
-        assert source.handler is not signal.default_int_handler
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-        with pytest.raises(ValueError, match="lambda must be"):
-            streamssvm.train_stream(source, lam=-1)
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        streamssvm.train_stream(InMemorySource(*data), max_iter=1, progress=False)
+        recorder = _HandlerAtCompile()  # after the API's own listener, which is made once
+        with numba_event.install_listener("numba:compiler_lock", recorder):
+            source = _CompilingSource(*data)
+            streamssvm.train_one_vs_rest(source, max_iter=1, progress=False)
+            assert source.handler is signal.default_int_handler  # outside the compile
+            assert recorder.handlers
+            assert signal.default_int_handler not in recorder.handlers
+            assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+            with pytest.raises(ValueError, match="lambda must be"):
+                streamssvm.train_stream(_CompilingSource(*data), lam=-1)
+            assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+            recorder.handlers.clear()
+            numba.njit(lambda v: v + 2)(1)  # not the API's: the handler is not touched
+            assert set(recorder.handlers) == {signal.default_int_handler}
 
-        def own(signum, frame):
-            pass
+            def own(signum, frame):
+                pass
 
-        signal.signal(signal.SIGINT, own)
-        try:
-            streamssvm.train_stream(source, max_iter=1, progress=False)
-            assert source.handler is own and signal.getsignal(signal.SIGINT) is own
-        finally:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGINT, own)
+            try:
+                recorder.handlers.clear()
+                streamssvm.train_stream(_CompilingSource(*data), max_iter=1, progress=False)
+                assert recorder.handlers and set(recorder.handlers) == {own}
+                assert signal.getsignal(signal.SIGINT) is own
+            finally:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class _InterruptedSource(InMemorySource):
