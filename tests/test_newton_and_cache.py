@@ -1,14 +1,17 @@
 """Line-search Newton against TRON, segment values from margins, the curved-row cache."""
 
+import tracemalloc
 import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from shared_data import load_shared
 
 from streamssvm.data import InMemorySource, Store, write_store
 from streamssvm.objective import SmoothSVMObjective
 from streamssvm.solvers import newton, tron
+from streamssvm.solvers.common import line_search
 
 
 @pytest.fixture(scope="module")
@@ -127,6 +130,57 @@ def test_subsampled_newton_samples_the_same_rows_with_or_without_the_copy(a9a, a
     assert sweeps[1] > 0 and sweeps[2] == 0  # the copy was used, then did not fit
     for run in runs[1:]:
         np.testing.assert_allclose(run.w, runs[0].w, rtol=1e-10, atol=1e-13)
+
+
+def _tall(n, seed=3):
+    """A tall source of ``n`` rows and two features, one nonzero a row: its vectors of one
+    float64 a row (8 n bytes) dwarf everything else an evaluation makes."""
+    rng = np.random.default_rng(seed)
+    X = sp.csr_matrix((np.ones(n), rng.integers(0, 2, n), np.arange(n + 1)), shape=(n, 2))
+    return InMemorySource(X, np.where(rng.random(n) < 0.5, -1.0, 1.0))
+
+
+def _traced_peak(call):
+    """(call(), the peak of the memory numpy allocated during it beyond what was held before)."""
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        out = call()
+        return out, tracemalloc.get_traced_memory()[1] - start
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_hessian_sample_makes_no_row_vector_but_its_curvature():
+    """Out of core the rows may be millions and the memory capped: the sample's curvature is
+    the only new vector of the rows' size (the draw and a mask beside it made subsampled
+    Newton's peak the largest of its iterations)."""
+    n = 400_000
+    objective = SmoothSVMObjective(_tall(n), "squared_hinge", 1e-4, hold=True)
+    state = objective.evaluate(np.zeros(2))
+    sampled, peak = _traced_peak(lambda: objective.subsampled(state, 0.3,
+                                                              np.random.default_rng(1)))
+    assert peak < 1.25 * 8 * n, peak / (8 * n)
+    keep = np.random.default_rng(1).random(n) < 0.3  # the rows one draw of n picks
+    np.testing.assert_array_equal(sampled.curvature, np.where(keep, state.curvature / 0.3, 0.0))
+
+
+def test_a_backtracking_line_search_holds_one_trial_point_at_a_time():
+    """The rejected full step's margins and curvature are let go before the backtracked
+    point is evaluated, and the segment's values need no vector of the rows: the search's
+    peak is one evaluation's (5.1M rows under a 500 MB cap: subsampled Newton was killed
+    with three points' vectors alive at once)."""
+    n = 400_000
+    objective = SmoothSVMObjective(_tall(n), "squared_hinge", 1e-4, hold=False,
+                                   cache_curved=False)
+    state = objective.evaluate(np.zeros(2))
+    _, one = _traced_peak(lambda: objective.evaluate(np.ones(2)))
+    direction = -1e4 * state.grad  # far too long: the full step is rejected
+    (trial, step), peak = _traced_peak(lambda: line_search(objective, state, direction))
+    assert 0 < step < 1
+    assert peak < one + 0.5 * 8 * n, (peak / (8 * n), one / (8 * n))
+    expected = objective.evaluate(state.w + step * direction)
+    assert trial.f == expected.f
 
 
 def test_curved_rows_are_the_rows_with_curvature(a9a):

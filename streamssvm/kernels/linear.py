@@ -258,12 +258,14 @@ def decision_classes(indptr, indices, data, weights, out):
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def loss_sum_along(margins, step_margins, alpha, code, sigma, theta, params, weights=None):
-    """Sum of c_i psi(m_i + alpha d_i): the loss along a line from cached margins, no data
-    (``weights`` as in :func:`loss_grad`)."""
+def loss_sum_along(margins, trial_margins, alpha, code, sigma, theta, params, weights=None):
+    """Sum of c_i psi(m_i + alpha (t_i - m_i)): the loss on the segment between two points
+    from their cached margins m and t, no data, no vector of the rows' size (``weights`` as
+    in :func:`loss_grad`)."""
     total = 0.0
     for i in prange(margins.shape[0]):
-        value = derivatives(code, margins[i] + alpha * step_margins[i], sigma, theta, params)[0]
+        margin = margins[i] + alpha * (trial_margins[i] - margins[i])
+        value = derivatives(code, margin, sigma, theta, params)[0]
         total += value if weights is None else weights[i] * value
     return total
 

@@ -57,6 +57,8 @@ _PASS_LOCK = threading.Lock()
 # fit the ~210 MB a process finds free under a 500 MB memory cap, so capped runs keep the
 # seed's order
 SHUFFLE_BYTES = 32 << 20
+# rows drawn at a time for a Hessian sample (see subsampled)
+DRAW_CHUNK = 1 << 16
 # vectors of n_variables that any solver keeps (w, the gradient, a step): data whose width
 # leaves no room for them is refused at once
 MIN_VECTORS = 3
@@ -511,9 +513,15 @@ class SmoothSVMObjective:
         check_hessian_sample(fraction)
         state = self._check_state(state)
         # one draw per row of the data, so that a seed samples the same rows whether the
-        # curved rows were copied or not (held data, free memory)
-        keep = rng.random(self.n_samples) < fraction
-        curvature = np.where(keep, state.curvature / fraction, 0.0)
+        # curved rows were copied or not (held data, free memory); drawn in chunks (the
+        # same numbers as one draw of n), so that the sample's curvature is the only new
+        # vector of the rows' size (out of core the rows may be millions, the memory capped)
+        curvature = state.curvature / fraction
+        draws = np.empty(min(self.n_samples, DRAW_CHUNK))
+        for start in range(0, self.n_samples, DRAW_CHUNK):
+            part = draws[:min(DRAW_CHUNK, self.n_samples - start)]
+            rng.random(out=part)
+            curvature[start:start + len(part)][part >= fraction] = 0.0
         if state.curved_rows is not None:  # the copy holds the rows of D_ii != 0, in order
             sampled, copied = [], curvature[state.curvature != 0.0]
             for indptr, indices, data, _ in state.curved_rows:
@@ -543,7 +551,7 @@ class SmoothSVMObjective:
     def value_on_segment(self, state, trial, alpha):
         """L(w + alpha (w_trial - w)) for two evaluated states, from their margins: O(n), no pass."""
         w = state.w + alpha * (trial.w - state.w)
-        loss = kernels.loss_sum_along(state.margins, trial.margins - state.margins, alpha,
+        loss = kernels.loss_sum_along(state.margins, trial.margins, alpha,
                                       self.loss.code, self.loss.sigma, self.loss.theta,
                                       self.loss.params, self.sample_weight)
         return self._total(w, loss)

@@ -154,6 +154,9 @@ def backtracking(objective, state, direction, trial, gd, eta=ARMIJO_ETA):
     step = 0.5
     while step >= 2.0 ** -MAX_HALVINGS:
         if objective.value_on_segment(state, trial, step) - state.f <= eta * step * gd:
+            # the rejected point's vectors of the rows go before the new point's are made
+            # (where the caller keeps no reference: out of core they may be the largest)
+            del trial
             return objective.evaluate(state.w + step * direction), step
         step /= 2
     return None, 0.0
