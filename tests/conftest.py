@@ -78,6 +78,17 @@ def sklearn_reference(path, **kwargs):
     return X, y
 
 
+def record_layout(f):
+    """Record /layout of the open h5py file ``f`` again, with its checksum, as a writer
+    that put the blocks' datasets where they now are would have."""
+    from streamssvm.data.checksum import checksum
+    from streamssvm.data.store import layout_table
+
+    table = layout_table(f, int(f.attrs["n_blocks"]))
+    f["layout"][...] = table
+    f["layout"].attrs["checksum"] = checksum(table)
+
+
 def random_svmlight(rng, n_rows, n_features, *, labels=(-1, 1), density=0.05, one_based=True,
                     formats=("%.7g", "%r", "%d", "%.3e"), unsorted=False, empty_rows=True):
     """Random svmlight text as bytes, with values in several float spellings."""

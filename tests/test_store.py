@@ -11,6 +11,7 @@ import scipy.sparse as sp
 
 from streamssvm import InMemorySource, Store, StoreError, StoreWriter, convert_svmlight
 from streamssvm.data.checksum import attributes_checksum, checksum
+from streamssvm.data.verify import verify_store
 
 
 def random_csr(rng, n_rows=257, n_features=40, density=0.1, dtype=np.float64):
@@ -364,6 +365,120 @@ def test_corrupt_block_contents(stored, tmp_path):
         store.read_block(0)
         with pytest.raises(StoreError, match=f"{bad}: block 1: column index outside"):
             store.read_block(1)
+
+
+def _same_blocks(a, b):
+    return all(np.array_equal(x, z) for k in range(a.n_blocks)
+               for x, z in zip(*(astuple(s.read_block(k)) for s in (a, b))))
+
+
+def astuple(block):
+    return block.indptr, block.indices, block.data, block.y
+
+
+@pytest.mark.parametrize("options", [
+    dict(encoding="plain"), dict(encoding="auto"), dict(encoding="lean"),
+    dict(encoding="plain", value_dtype="float64", checksums=False),
+    dict(encoding="plain", compression="gzip"), dict(encoding="lean", compression="lzf")])
+def test_the_recorded_layout_is_where_hdf5_finds_the_datasets(tmp_path, rng, options):
+    """/layout, written at close after the labels are rewritten (negated here), lists every
+    block's datasets where HDF5 finds them (-1: chunked, or empty), and reads follow it."""
+    X, y = random_csr(rng)
+    X.data[X.indptr[100]:X.indptr[180]] = 1.0  # one value a row: lean blocks under "auto"
+    path = tmp_path / "s.h5"
+    with StoreWriter(path, **options) as writer:
+        for a, b in zip([0, 100, 101, 101, 180], [100, 101, 101, 180, 257]):
+            writer.add_block(X[a:b].indptr, X[a:b].indices, X[a:b].data, y[a:b])
+        writer.negate_labels()
+        writer.close(X.shape[1], (-1.0, 1.0))
+    old = tmp_path / "old.h5"  # as written before /layout
+    shutil.copy(path, old)
+    with h5py.File(old, "r+") as f:
+        del f["layout"]
+    with Store(path) as store, Store(old) as before:
+        table = store._recorded
+        assert table is not None and before._recorded is None
+        for k in range(store.n_blocks):
+            assert store._recorded_layout(k) == store._found_layout(k)
+        assert (table[..., 0] >= 0).any() == ("compression" not in options)
+        assert _same_blocks(store, before)
+        assert np.array_equal(store.labels(), -y)
+    assert verify_store(path)[0] == []
+
+
+def test_reads_follow_the_layout_not_the_blocks_groups(stored, tmp_path):
+    """Blocks whose groups were moved still read as written (no group is opened) and
+    verify names each; a store without /layout is refused naming the block."""
+    path = stored[0]
+    moved = tmp_path / "moved.h5"
+    shutil.copy(path, moved)
+    with h5py.File(moved, "r+") as f:
+        for k in (0, 3):
+            f.move(f"blocks/{k:08d}", f"elsewhere{k}")
+    with Store(moved) as store, Store(path) as written:
+        assert _same_blocks(store, written)
+        assert np.array_equal(store.labels(), written.labels())
+    problems, _ = verify_store(moved)
+    assert [p.split(": its datasets cannot be found")[0] for p in problems] == [
+        f"{moved}: block 0", f"{moved}: block 3"]
+    with h5py.File(moved, "r+") as f:
+        del f["layout"]
+    with Store(moved) as store:
+        with pytest.raises(StoreError, match=f"{moved}: block 0 cannot be read"):
+            store.read_block(0)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda t, size: t.__setitem__((4, 2, 0), size - 8), "block 4"),  # runs past the end
+    (lambda t, size: t.__setitem__((4, 2, 0), size + 1), "block 4"),  # starts past it
+    (lambda t, size: t.__setitem__((3, 1, 0), -2), "block 3"),
+    (lambda t, size: t.__setitem__((0, 1, 1), 3), "block 0"),  # indices of another length
+    (lambda t, size: t.__setitem__((1, 1, 2), 1), "block 1"),  # gaps in a version 1 store
+    (lambda t, size: t.__setitem__((2, 3, 2), 1), "block 2"),  # y has no lean form
+])
+def test_a_layout_that_does_not_fit_the_blocks_is_refused_when_opened(stored, tmp_path,
+                                                                      change, message):
+    bad = tmp_path / "bad.h5"
+    shutil.copy(stored[0], bad)
+    size = os.path.getsize(bad)
+    with h5py.File(bad, "r+") as f:
+        table = f["layout"][...]
+        change(table, size)
+        f["layout"][...] = table
+        f["layout"].attrs["checksum"] = checksum(table)  # a writer's bug, not a flipped bit
+    assert os.path.getsize(bad) == size
+    with pytest.raises(StoreError, match=f"{bad}: metadata: layout: the datasets of {message} "):
+        Store(bad)
+    problems, _ = verify_store(bad)
+    assert len(problems) == 1 and problems[0].startswith(f"{bad}: metadata: layout")
+
+
+def test_a_flipped_bit_in_the_layout_fails_its_checksum(stored, tmp_path):
+    bad = tmp_path / "bad.h5"
+    shutil.copy(stored[0], bad)
+    with h5py.File(bad, "r") as f:
+        where = f["layout"].id.get_offset() + 8 * 3  # block 0's indices' offset
+    with open(bad, "r+b") as fh:
+        fh.seek(where)
+        byte = fh.read(1)
+        fh.seek(where)
+        fh.write(bytes([byte[0] ^ 4]))
+    with pytest.raises(StoreError, match=f"{bad}: metadata: dataset layout does not match its "
+                                         f"checksum"):
+        Store(bad)
+
+
+def test_a_layout_of_another_shape_is_refused(stored, tmp_path):
+    bad = tmp_path / "bad.h5"
+    shutil.copy(stored[0], bad)
+    with h5py.File(bad, "r+") as f:
+        table = f["layout"][:-1]
+        del f["layout"]
+        f["layout"] = table
+        f["layout"].attrs["checksum"] = checksum(table)
+    with pytest.raises(StoreError, match=rf"{bad}: metadata: layout of shape \(4, 4, 3\) and "
+                                         rf"type int64 for 5 blocks"):
+        Store(bad)
 
 
 def test_fletcher32_detects_flipped_bytes(tmp_path, rng):

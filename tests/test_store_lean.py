@@ -9,6 +9,7 @@ import h5py
 import numpy as np
 import pytest
 
+from conftest import record_layout
 from shared_data import DATA
 from streamssvm import Store, StoreError, StoreWriter, convert_svmlight, train_stream
 from streamssvm.data.checksum import checksum
@@ -142,6 +143,7 @@ def corrupt(path, k, name, change):
         slot = {"gaps": 1, "row_data": 2}[name]
         f["checksums"][k, slot] = checksum(values)
         f["checksums"].attrs["checksum"] = checksum(f["checksums"][...])
+        record_layout(f)
 
 
 def with_first_gap(gaps, nnz, high):
@@ -181,7 +183,10 @@ def test_damaged_gaps_are_refused_naming_the_block_and_row(pair, tmp_path, chang
             store.read_block(2)
 
 
-def test_damaged_lean_blocks_fail_their_checksum_or_shape(pair, tmp_path):
+@pytest.mark.parametrize("layout", ["recorded", "none"])
+def test_damaged_lean_blocks_fail_their_checksum_or_shape(pair, tmp_path, layout):
+    """A row_data one value short: /layout recording it is refused when the store is
+    opened; without /layout (a store written before it) reading the block refuses it."""
     paths, offsets, _ = pair
     bad = tmp_path / "bad.h5"
     shutil.copy(paths["lean"], bad)
@@ -191,6 +196,15 @@ def test_damaged_lean_blocks_fail_their_checksum_or_shape(pair, tmp_path):
         row_data = f["blocks/00000002/row_data"][...]
         del f["blocks/00000002/row_data"]
         f["blocks/00000002/row_data"] = row_data[:-1]
+        if layout == "recorded":
+            record_layout(f)
+        else:
+            del f["layout"]
+    if layout == "recorded":
+        with pytest.raises(StoreError, match=rf"{bad}: metadata: layout: the datasets of "
+                                             rf"block 2 "):
+            Store(bad)
+        return
     with Store(bad) as store:
         with pytest.raises(StoreError, match=f"{bad}: block 0: dataset gaps does not match its "
                                              f"checksum"):

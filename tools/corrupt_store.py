@@ -13,6 +13,9 @@ outcome is one of
 ``harmless``
     everything reads back identical to the original and ``verify`` finds nothing: the bit
     was in unused bytes of the file (free space, padding);
+``verify: block structure``
+    everything reads back identical, and ``verify`` names a block whose HDF5 group or
+    dataset headers are damaged (reads follow /layout, not those headers);
 ``SILENT``
     no error but different contents: a wrong number would reach the solver (a failure);
 ``OTHER``
@@ -107,7 +110,9 @@ def trial(original, reference, work, position, bit, target=None):
     if outcome.startswith("detected") and not problems:
         return "OTHER", f"verify finds nothing where reading failed: {message}"
     if outcome == "harmless" and problems:
-        return "OTHER", f"verify reports {problems[0]} where reading succeeded"
+        if not all(p.startswith(f"{work}: block ") for p in problems):
+            return "OTHER", f"verify reports {problems[0]} where reading succeeded"
+        outcome, message = "verify: block structure", problems[0]
     blamed = re.match(r"(block \d+)\b", message[len(work) + 2:]) if message else None
     if blamed and not any(p.startswith(f"{work}: {blamed.group(1)}") for p in problems):
         return "OTHER", f"verify does not name {blamed.group(1)}: {problems}"

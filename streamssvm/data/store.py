@@ -23,6 +23,7 @@ ENCODINGS = ("auto", "plain", "lean")
 _PREFETCH = 2  # blocks read ahead of the one being used
 BLOCK_DATASETS = ("indptr", "indices", "data", "y")  # their order in a row of /checksums
 LEAN_DATASETS = {"gaps": "indices", "row_data": "data"}  # each stands for the plain one
+_LAYOUT_SLOTS = (0, 3, 1, 2)  # the rows of /layout[k] (as /checksums) holding indptr, y, ...
 INT32_MAX = np.iinfo(np.int32).max  # a block's row pointers and indices are int32
 
 
@@ -390,6 +391,7 @@ class StoreWriter:
         if len(classes) != 2 and not self.multiclass:
             raise ValueError(f"a binary store has two classes, got {len(classes)}")
         f = self._file
+        self._dataset(f, "layout", layout_table(f, self.n_blocks))
         self._dataset(f, "row_offsets", np.asarray(self._row_offsets, np.int64))
         self._dataset(f, "nnz_offsets", np.asarray(self._nnz_offsets, np.int64))
         attrs = f.attrs
@@ -511,6 +513,35 @@ class Store(BlockSource):
         problem = self._metadata_problem()
         if problem:
             raise StoreError(f"{self.path}: metadata: {problem}")
+        self._recorded = self._checked_layout(version) if "layout" in self._file else None
+
+    def _checked_layout(self, version):
+        """/layout (stores written since 2026-11-28; docs/FORMAT.md), refused unless every
+        dataset it places has the length the block offsets give and lies inside the file:
+        reads trust it, and do not open the blocks' groups (:meth:`_found_layout`)."""
+        table = self._read_verified(self._file["layout"])
+        if table.dtype != np.int64 or table.shape != (self.n_blocks, len(BLOCK_DATASETS), 3):
+            raise StoreError(f"{self.path}: metadata: layout of shape {table.shape} and type "
+                             f"{table.dtype} for {self.n_blocks} blocks")
+        offset, length, lean = np.moveaxis(table, 2, 0)
+        rows, nnz = np.diff(self.row_offsets), np.diff(self.nnz_offsets)
+        gaps, single = lean[:, 1] == 1, lean[:, 2] == 1
+        size = os.path.getsize(self.path)
+        item = np.stack(np.broadcast_arrays(4, np.where(gaps, 2, 4), self.value_dtype.itemsize,
+                                            self._label_dtype.itemsize), axis=1)
+        bad = (((lean != 0) & (lean != 1)).any(axis=1) | (lean[:, 0] != 0) | (lean[:, 3] != 0)
+               | (single & ~gaps) | (gaps & (version < LEAN_VERSION))
+               | (length[:, 0] != rows + 1) | (length[:, 3] != rows)
+               | np.where(gaps, length[:, 1] < nnz, length[:, 1] != nnz)
+               | (length[:, 2] != np.where(single, rows, nnz))
+               | ((length < 0) | (length > size) | (offset < -1) | (offset > size)).any(axis=1))
+        bad |= ((offset >= 0) & (offset + length * item > size)).any(axis=1)
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise StoreError(f"{self.path}: metadata: layout: the datasets of block {k} "
+                             f"{table[k, :, :2].tolist()} (offset and length of each) do not "
+                             f"fit its rows and nonzeros, or lie outside the file")
+        return table
 
     def _metadata_problem(self):
         """What is wrong with the root attributes and offsets that the checks above leave
@@ -588,20 +619,15 @@ class Store(BlockSource):
         """The labels of all rows, read without the matrix."""
         out = np.empty(self.n_samples, self._label_dtype)
         for k in range(self.n_blocks):
-            rows = slice(int(self.row_offsets[k]), int(self.row_offsets[k + 1]))
+            rows = out[int(self.row_offsets[k]):int(self.row_offsets[k + 1])]
             try:
-                ds = self._file[_block_name(k)]["y"]
-                if not isinstance(ds, h5py.Dataset):
-                    raise StoreError(f"{self.path}: block {k}: y is not a dataset")
-                if ds.shape != (rows.stop - rows.start,) or ds.dtype != self._label_dtype:
-                    raise StoreError(f"{self.path}: block {k}: dataset y has shape {ds.shape} "
-                                     f"and type {ds.dtype}, expected ({rows.stop - rows.start},) "
-                                     f"{self._label_dtype}")
-                self._read_verified(ds, k, out[rows])
+                y = next(dataset for i, dataset in self._layout(k)[1] if i == 1)
+                self._read(k, {"y": rows}, *y)
             except (OSError, KeyError) as exc:
                 raise StoreError(f"{self.path}: block {k}: dataset y cannot be read ({exc})") \
                     from exc
-            _check_labels(self.path, k, out[rows], len(self.classes))
+            self._verify(rows, k, "y")
+            _check_labels(self.path, k, rows, len(self.classes))
         return out
 
     def iter_blocks(self, order=None, transient=False):
@@ -681,7 +707,7 @@ class Store(BlockSource):
         buffers = {} if buffers is None else buffers
         where = f"block {k}"  # then the dataset being read, named in an error
         try:
-            single, datasets = self._layouts.get(k) or self._layout(k)
+            single, datasets = self._layout(k)
             arrays = [None] * len(datasets)
             for i, dataset in datasets:
                 where = f"block {k}: dataset {dataset[0]}"
@@ -692,24 +718,54 @@ class Store(BlockSource):
         return k, indptr, indices, data, single, y, buffers
 
     def _layout(self, k):
-        """Block ``k``'s datasets, checked for shape and type: ``(whether it holds
-        row_data, [(i, (name, dtype, length, scratch, offset))])`` for indptr, y, indices
-        (or gaps) and data (or row_data) as i = 0..3, ``offset`` the byte offset of a contiguous dataset
-        in the file, None for another (chunked: compressed). Kept for the next passes,
-        which read contiguous datasets with one ``preadv`` each, no HDF5 call: those calls
-        took a third of the reading thread's time on the plain 2.1 GB synthetic store."""
+        """Block ``k``'s datasets: ``(whether it holds row_data, [(i, (name, dtype, length,
+        scratch, offset))])`` for indptr, y, indices (or gaps) and data (or row_data) as i =
+        0..3, in file order, ``offset`` the byte offset of a contiguous dataset in the file,
+        None for another (chunked: compressed). Taken from /layout when the store has it,
+        else found through HDF5 (:meth:`_found_layout`); kept, so that every pass reads
+        contiguous datasets with one ``preadv`` each, no HDF5 call."""
+        layout = self._layouts.get(k)
+        if layout is None:
+            layout = self._layouts[k] = (self._found_layout(k) if self._recorded is None
+                                         else self._recorded_layout(k))
+        return layout
+
+    def _datasets(self, k, lean, single):
+        """Block ``k``'s datasets as :meth:`_layout` lists them, without the offsets: (name,
+        dtype, length (None: any), whether it is decoded into other arrays)."""
         rows = int(self.row_offsets[k + 1] - self.row_offsets[k])
         nnz = int(self.nnz_offsets[k + 1] - self.nnz_offsets[k])
+        return [("indptr", np.dtype(np.int32), rows + 1, False),
+                ("y", self._label_dtype, rows, False),
+                ("gaps", np.dtype(np.uint16), None, True) if lean
+                else ("indices", np.dtype(np.int32), nnz, False),
+                ("row_data", self.value_dtype, rows, True) if single
+                else ("data", self.value_dtype, nnz, False)]
+
+    @staticmethod
+    def _in_file_order(single, datasets):
+        # y lies after data: a jump back would stop the kernel's read-ahead of the file
+        order = sorted(range(len(datasets)), key=lambda i: datasets[i][4] or 0)
+        return single, [(i, datasets[i]) for i in order]
+
+    def _recorded_layout(self, k):
+        """:meth:`_layout` from /layout's row ``k`` (checked when the store was opened)."""
+        offset, length, lean = self._recorded[k].T.tolist()
+        datasets = self._datasets(k, lean[1], lean[2])
+        return self._in_file_order(bool(lean[2]), [
+            (name, dtype, length[j], scratch,
+             None if offset[j] < 0 or self._fd is None else offset[j])
+            for (name, dtype, _, scratch), j in zip(datasets, _LAYOUT_SLOTS)])
+
+    def _found_layout(self, k):
+        """:meth:`_layout` through HDF5: block ``k``'s group and datasets, checked for shape
+        and type (in a cold file 0.5 ms a block, mostly the disk's latency)."""
         group = self._file[_block_name(k)]
         lean, single = "gaps" in group, "row_data" in group
         if single and not lean:
             raise StoreError(f"{self.path}: block {k}: dataset row_data without gaps")
         datasets = []
-        for name, dtype, size, scratch in (
-                ("indptr", np.int32, rows + 1, False), ("y", self._label_dtype, rows, False),
-                ("gaps", np.uint16, None, True) if lean else ("indices", np.int32, nnz, False),
-                ("row_data", self.value_dtype, rows, True) if single
-                else ("data", self.value_dtype, nnz, False)):
+        for name, dtype, size, scratch in self._datasets(k, lean, single):
             ds = group[name]
             if not isinstance(ds, h5py.Dataset):
                 raise StoreError(f"{self.path}: block {k}: {name} is not a dataset")
@@ -717,14 +773,27 @@ class Store(BlockSource):
                 expected = "(n,)" if size is None else f"({size},)"
                 raise StoreError(f"{self.path}: block {k}: dataset {name} has shape "
                                  f"{ds.shape} and type {ds.dtype}, expected {expected} "
-                                 f"{np.dtype(dtype)}")
+                                 f"{dtype}")
             offset = ds.id.get_offset() if self._fd is not None else None
-            datasets.append((name, np.dtype(dtype), ds.shape[0], scratch, offset))
-        # read in file order (y lies after data): a jump back would stop the kernel's
-        # read-ahead of a sequential file
-        order = sorted(range(len(datasets)), key=lambda i: datasets[i][4] or 0)
-        self._layouts[k] = layout = (single, [(i, datasets[i]) for i in order])
-        return layout
+            datasets.append((name, dtype, ds.shape[0], scratch, offset))
+        return self._in_file_order(single, datasets)
+
+    def layout_problem(self, k):
+        """What is wrong with /layout's record of block ``k``, against the block's datasets
+        as HDF5 finds them, or None (also for a store without /layout). Reads never look:
+        this is :func:`~streamssvm.data.verify.verify_store`'s."""
+        if self._recorded is None:
+            return None
+        try:
+            found = self._found_layout(k)
+        except StoreError as exc:
+            return str(exc)
+        except (OSError, KeyError) as exc:
+            return f"{self.path}: block {k}: its datasets cannot be found ({exc})"
+        if found != self._recorded_layout(k):
+            return (f"{self.path}: block {k}: /layout does not record where its datasets "
+                    f"lie (HDF5 finds {found}; /layout says {self._recorded_layout(k)})")
+        return None
 
     def _read(self, k, buffers, name, dtype, n, scratch, offset):
         """Dataset ``name`` of block ``k`` (as :meth:`_layout` found it) into
@@ -811,6 +880,18 @@ def _check_labels(path, k, y, n_classes):
         raise StoreError(f"{path}: block {k}: labels other than -1/+1")
     if n_classes > 2 and (y.min() < 0 or y.max() >= n_classes):
         raise StoreError(f"{path}: block {k}: class index outside 0..{n_classes - 1}")
+
+
+def layout_table(f, n_blocks):
+    """/layout of the open HDF5 file ``f``: where each block's datasets lie, as a writer
+    records it once no rewrite can move them (docs/FORMAT.md)."""
+    table = np.zeros((n_blocks, len(BLOCK_DATASETS), 3), np.int64)
+    for k in range(n_blocks):
+        for name, ds in f[_block_name(k)].items():
+            offset = ds.id.get_offset()  # None: chunked, or empty and never allocated
+            table[k, _slot(name)] = (-1 if offset is None else offset, ds.shape[0],
+                                     name in LEAN_DATASETS)
+    return table
 
 
 def write_store(path, source, value_dtype=None, **writer_options):

@@ -4,7 +4,7 @@ Reading a block during training already verifies its checksum and what the kerne
 (:meth:`Store.read_block`); :func:`verify_store` does that for every block without
 stopping at the first problem, and adds the checks a training pass does not pay for:
 finite values, strictly increasing indices within each row, label counts against the
-metadata.
+metadata, and the blocks' HDF5 groups against /layout (which reads follow instead).
 """
 
 import json
@@ -69,6 +69,8 @@ def verify_store(path):
                 problems.append(str(exc))
                 continue
             found = _block_problems(store, block)
+            layout = store.layout_problem(k)  # reads trust /layout; HDF5's structure is here
+            found += [layout] if layout else []
             problems += found
             good += not found
             labels = block.y if multiclass else (block.y > 0).astype(np.int64)
