@@ -291,6 +291,27 @@ def test_sdca_shrinking_skips_settled_rows_and_keeps_the_optimum(data, loss):
     assert abs(runs[True].f - runs[False].f) <= max(gaps.values())
 
 
+@pytest.mark.parametrize("loss", ["psi_g:sigma=0.015625", "squared_hinge", "hinge"])
+def test_settled_rows_are_those_whose_coordinate_step_is_zero(loss):
+    """The kernel's rows are numpy's formula's: psi'' = 0 at the margin and alpha_i =
+    -psi'(margin) to 1e-12, relative above 1 (rows on both sides of each bound)."""
+    objective = _objective(InMemorySource(sp.csr_matrix(np.eye(2)), np.array([1.0, -1.0])),
+                           loss)
+    rng = np.random.default_rng(5)
+    margins = np.concatenate([rng.uniform(-1, 3, 400), np.full(8, 5.0), np.full(8, -4.0)])
+    slopes = np.empty_like(margins)
+    sk.slopes_of_margins(margins, *objective.loss_args, slopes)
+    curvature = np.where(rng.random(len(margins)) < 0.5, 0.0, rng.random(len(margins)))
+    dual = -slopes + np.where(rng.random(len(margins)) < 0.5, 0.0, 1e-12) * np.maximum(
+        1.0, np.abs(slopes)) * rng.choice([0.5, 2.0, -0.5, -2.0], len(margins))
+    expected = (curvature == 0.0) & (np.abs(dual + slopes)
+                                     <= 1e-12 * np.maximum(1.0, np.abs(dual)))
+    settled = np.empty(len(margins), bool)
+    sk.settled_rows(margins, curvature, dual, *objective.loss_args, settled)
+    np.testing.assert_array_equal(settled, expected)
+    assert 0 < expected.sum() < (curvature == 0.0).sum()
+
+
 @pytest.mark.parametrize("eval_every", [1, 2])
 def test_sdca_evaluates_beside_the_next_epoch_and_returns_an_evaluated_epoch(data, eval_every):
     """With the data held, an epoch's evaluation runs in a worker thread beside the next
@@ -308,9 +329,9 @@ def test_sdca_evaluates_beside_the_next_epoch_and_returns_an_evaluated_epoch(dat
         objective = _objective(_source(data), "psi_g:sigma=0.015625")
         evaluate = objective.evaluate
 
-        def recorded(w, evaluate=evaluate):
+        def recorded(w, *args, evaluate=evaluate, **kwargs):
             threads.add(threading.current_thread().name)
-            return evaluate(w)
+            return evaluate(w, *args, **kwargs)
 
         objective.evaluate = recorded
         with warnings.catch_warnings():

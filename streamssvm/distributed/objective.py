@@ -82,11 +82,12 @@ class DaskObjective(SmoothSVMObjective):
         self._scatter[0] = summed
         return self._merged(x, self.lam)
 
-    def evaluate(self, w):
-        """L(w), its gradient, and the point's state kept on the workers."""
+    def evaluate(self, w, curved=True):
+        """L(w), its gradient, and the point's state kept on the workers (``curved``: as
+        :meth:`SmoothSVMObjective.evaluate`'s, on each shard)."""
         w = self._check(w)
         handle = self.source.new_point(w)
-        loss, summed = self._run("evaluate", [handle], vector=True)
+        loss, summed = self._run("evaluate", [handle], (curved,), vector=True)
         return PointState(w, self._total(w, loss), self._scaled(summed, w), handle, None)
 
     def value(self, w):

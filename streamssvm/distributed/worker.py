@@ -100,8 +100,8 @@ def run_shard(session, shard_id, spec, objective_id, config, release, method, po
     release : (list of int, list of int)
         Points and objectives the driver no longer holds.
     method : str
-        ``"evaluate"`` (the new point ``points[0]``), or a method of the objective called
-        with the states of ``points`` then ``args``.
+        ``"evaluate"`` (the new point ``points[0]``, with ``args``), or a method of the
+        objective called with the states of ``points`` then ``args``.
     points : list of (int, array of shape (n_variables,))
         ``(point id, w)`` of the points the call uses.
     args : tuple
@@ -119,7 +119,7 @@ def run_shard(session, shard_id, spec, objective_id, config, release, method, po
     recomputed = shard.recomputed
     if method == "evaluate":
         (point_id, w), = points
-        state = objective.evaluate(w)
+        state = objective.evaluate(w, *args)
         shard.points[point_id] = replace(state, grad=None)
         out, streamed = (state.f, state.grad), 1
     else:

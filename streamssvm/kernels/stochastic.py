@@ -558,6 +558,16 @@ def dual_loss_sum(dual, code, sigma, theta, params):
 
 
 @njit(cache=True, nogil=True)
+def settled_rows(margins, curvature, dual, code, sigma, theta, params, out):
+    """out[i] = whether SDCA's coordinate step on row i is zero: psi'' is 0 at its margin
+    and alpha_i = -psi'(margin) to 1e-12 (relative; absolute below 1). No vector of the
+    rows but ``out``: on 5.1M rows numpy's expression made four, 160 MB."""
+    for i in range(margins.shape[0]):
+        slope = derivatives(code, margins[i], sigma, theta, params)[1]
+        out[i] = curvature[i] == 0.0 and abs(dual[i] + slope) <= 1e-12 * max(1.0, abs(dual[i]))
+
+
+@njit(cache=True, nogil=True)
 def slopes_of_margins(margins, code, sigma, theta, params, out):
     """out[i] = psi'(margins[i])."""
     for i in range(margins.shape[0]):

@@ -437,9 +437,13 @@ class SmoothSVMObjective:
                              f"{state.curvature.shape}, this data {self.n_samples} rows")
         return state
 
-    def evaluate(self, w):
+    def evaluate(self, w, curved=True):
         """One pass: L(w), grad L(w) and the curvature D at ``w``, as a PointState. At w = 0
-        (every solver's start) the margins are 0 and the pass reads no products."""
+        (every solver's start) the margins are 0 and the pass reads no products. With
+        ``curved`` False (solvers that make no Hessian products) no copy of the curved rows
+        is gathered, whatever ``cache_curved``: on 5.1M rows under a 500 MB cap, SDCA's
+        evaluations gathered up to 90 MB of rows for nothing, and it was killed at the cap
+        in four runs of twelve."""
         w = self._check(w)
         zero = kernels.is_zero(w)
         loss, margins, curvature = 0.0, np.empty(self.n_samples), np.empty(self.n_samples)
@@ -464,8 +468,8 @@ class SmoothSVMObjective:
             grad = self._column_sums(coef, False, w, self.lam)[0]
             return PointState(w, self._total(w, loss), grad, margins, curvature)
         streamed = not self.source.in_memory
-        gather = held is None and (self.cache_curved is True
-                                   or (self.cache_curved == "auto" and streamed))
+        gather = curved and held is None and (self.cache_curved is True
+                                              or (self.cache_curved == "auto" and streamed))
         curved, cached = [] if gather else None, 0
         if held is not None:
             self._start_scatter()
@@ -484,7 +488,7 @@ class SmoothSVMObjective:
                     curved.append(part)
                 else:  # does not fit: Hessian-vector products will stream instead
                     curved = None
-        if (held is None and self.cache_curved == "auto" and not streamed
+        if (curved and held is None and self.cache_curved == "auto" and not streamed
                 and 2 * np.count_nonzero(curvature) <= self.n_samples):
             curved = self._gather_in_memory(curvature)
         grad = self._merged(w, self.lam)

@@ -35,13 +35,13 @@ def agd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
     ``restart``.
     """
     run = Run("agd", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress,
-              max_seconds=max_seconds)
+              max_seconds=max_seconds, curved=False)
     eta = initial_step(run.state)
     y, t = run.state, 1.0
     while run.going():
         x = run.state
         eta *= GROWTH
-        x_new, fraction = line_search(objective, y, -eta * y.grad, eta=0.5)
+        x_new, fraction = line_search(objective, y, -eta * y.grad, eta=0.5, curved=False)
         if not run.searched(x_new):
             break
         eta *= fraction
@@ -55,6 +55,6 @@ def agd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
             y, t = x_new, 1.0
         else:
             t_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
-            y = objective.evaluate(x_new.w + ((t - 1.0) / t_new) * move)
+            y = objective.evaluate(x_new.w + ((t - 1.0) / t_new) * move, curved=False)
             t = t_new
     return run.result()

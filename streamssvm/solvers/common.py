@@ -97,14 +97,14 @@ def check_w0(w0):
     return w
 
 
-def start_state(objective, w0):
+def start_state(objective, w0, curved=True):
     """The state at the start point ``w0`` (zeros if None) and ||grad L(0)||. Refuses a
     ``w0`` holding NaN or infinite values (:func:`check_w0`), and a start where L or its
     gradient is not finite (feature values so large that the loss overflows): the
     solvers' tests would compare with NaN, and TRON would reject steps forever."""
     w = np.zeros(objective.n_variables) if w0 is None else check_w0(w0)
-    state = objective.evaluate(w)
-    zero = objective.evaluate(np.zeros_like(w)) if np.any(w) else state
+    state = objective.evaluate(w, curved)
+    zero = objective.evaluate(np.zeros_like(w), False) if np.any(w) else state
     for point, at in ((zero, "w = 0"), (state, "w0")):
         if not (np.isfinite(point.f) and np.isfinite(point.grad_norm)):
             raise ValueError(f"the objective or its gradient's norm is not finite at {at} "
@@ -135,15 +135,16 @@ def trial_point(objective, state, step):
     return w, float(vector.moved(state.w, step, state.grad, w, objective.n_threads))
 
 
-def line_search(objective, state, direction, eta=ARMIJO_ETA):
+def line_search(objective, state, direction, eta=ARMIJO_ETA, curved=True):
     """Armijo backtracking from ``state`` along ``direction`` (a descent direction): the
     full step is evaluated (one pass), then :func:`backtracking`. Returns ``(PointState,
-    t)``, or ``(None, 0.0)`` when no step passes."""
+    t)``, or ``(None, 0.0)`` when no step passes. ``curved``: as ``objective.evaluate``'s."""
     w, gd = trial_point(objective, state, direction)
-    return backtracking(objective, state, direction, objective.evaluate(w), gd, eta)
+    return backtracking(objective, state, direction, objective.evaluate(w, curved), gd, eta,
+                        curved)
 
 
-def backtracking(objective, state, direction, trial, gd, eta=ARMIJO_ETA):
+def backtracking(objective, state, direction, trial, gd, eta=ARMIJO_ETA, curved=True):
     """The first of t = 1, 2^-1, ..., 2^-60 with f(w + t d) <= f(w) + eta t g.d, given
     ``trial``, the evaluated state at w + ``direction``, and ``gd`` = g.d: the halvings are
     tried from the margins of the two points (no pass), and the one that passes is
@@ -157,7 +158,7 @@ def backtracking(objective, state, direction, trial, gd, eta=ARMIJO_ETA):
             # the rejected point's vectors of the rows go before the new point's are made
             # (where the caller keeps no reference: out of core they may be the largest)
             del trial
-            return objective.evaluate(state.w + step * direction), step
+            return objective.evaluate(state.w + step * direction, curved), step
         step /= 2
     return None, 0.0
 
@@ -279,10 +280,11 @@ class Run:
     from (empty on a fresh start); ``run.stopped`` the message of a run that stopped for
     the solver's own reason (a line search failed, too small a decrease: no budget would
     take it further), which the checkpoint keeps, so that the same call again returns
-    its result at once."""
+    its result at once. ``curved``: whether its states keep a copy of the curved rows, for
+    Hessian products (TRON and Newton; ``objective.evaluate``)."""
 
     def __init__(self, name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress,
-                 checkpoint=None, max_seconds=None):
+                 checkpoint=None, max_seconds=None, curved=True):
         if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 0):
             raise ValueError(f"max_iter must be a non-negative integer, got {max_iter!r}")
         check_max_seconds(max_seconds)
@@ -298,7 +300,7 @@ class Run:
         saved = checkpoint.load() if checkpoint is not None else None
         if saved is not None:
             meta, arrays = saved
-            self.state = objective.evaluate(arrays["w"])
+            self.state = objective.evaluate(arrays["w"], curved)
             self.threshold = meta["threshold"]
             self.iteration, self.history = meta["iteration"], meta["history"]
             objective.passes += meta["passes"]
@@ -308,7 +310,7 @@ class Run:
             self.message = self.stopped or self.message
             self._scalars = dict(self.resumed)  # what the next save keeps if no step is taken
         else:
-            self.state, grad0_norm = start_state(objective, w0)
+            self.state, grad0_norm = start_state(objective, w0, curved)
             self.threshold = stopping_threshold(objective, grad0_norm, tol, abs_tol,
                                                 liblinear_tol)
             self.history = []

@@ -45,11 +45,11 @@ def gd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter
         ``history`` entries have ``step``, the accepted step length eta_t.
     """
     run = Run("gd", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress,
-              checkpoint, max_seconds)
+              checkpoint, max_seconds, curved=False)
     eta = run.resumed.get("eta") or initial_step(run.state)
     while run.going():
         state = run.state
-        trial, fraction = line_search(objective, state, -2.0 * eta * state.grad)
+        trial, fraction = line_search(objective, state, -2.0 * eta * state.grad, curved=False)
         if not run.searched(trial):
             break
         eta *= 2.0 * fraction

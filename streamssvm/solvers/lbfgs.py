@@ -62,7 +62,7 @@ def lbfgs(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_i
     if not (isinstance(memory, (int, np.integer)) and memory >= 1):
         raise ValueError(f"memory must be an integer >= 1, got {memory!r}")
     run = Run("lbfgs", objective, w0, tol, abs_tol, liblinear_tol, max_iter, progress,
-              max_seconds=max_seconds)
+              max_seconds=max_seconds, curved=False)
     pairs = deque(maxlen=memory)
     while run.going():
         state = run.state
@@ -70,7 +70,7 @@ def lbfgs(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_i
             direction = -_two_loop(state.grad, pairs)
         else:
             direction = -initial_step(state) * state.grad
-        trial, step = line_search(objective, state, direction)
+        trial, step = line_search(objective, state, direction, curved=False)
         if not run.searched(trial):
             break
         s, y = trial.w - state.w, trial.grad - state.grad

@@ -269,7 +269,7 @@ def _start(objective):
     """The start at w = 0 (:func:`~streamssvm.solvers.common.start_state`) and its duality
     gap (alpha = 0), for :class:`EpochRun`'s ``start``."""
     objective.columns_made()
-    state, grad0_norm = start_state(objective, None)
+    state, grad0_norm = start_state(objective, None, curved=False)
     gap = state.f - dual_objective(objective, np.zeros(objective.n_samples),
                                    np.zeros(objective.n_features))
     return state, grad0_norm, dict(gap=gap)
@@ -278,7 +278,7 @@ def _start(objective):
 def _evaluate(objective, w, dual, shrinking):
     """The state at w, the duality gap, and the rows it settles (if ``shrinking``)."""
     objective.columns_made()
-    state = objective.evaluate(w)
+    state = objective.evaluate(w, curved=False)
     gap = state.f - dual_objective(objective, dual, w)
     return state, gap, _settled(objective, state, dual) if shrinking else None
 
@@ -357,9 +357,8 @@ def _threadsafe_kernels():
 
 def _settled(objective, state, dual):
     """The rows whose coordinate step is zero at the evaluated ``state`` (boolean array of
-    shape (n_samples,)): psi'' is 0 at the margin and alpha_i = -psi'(margin) to 1e-12."""
-    slopes = np.empty(objective.n_samples)
-    sk.slopes_of_margins(state.margins, *objective.loss_args, slopes)
-    dual = np.asarray(dual)
-    matched = np.abs(dual + slopes) <= 1e-12 * np.maximum(1.0, np.abs(dual))
-    return (state.curvature == 0.0) & matched
+    shape (n_samples,); :func:`~streamssvm.kernels.stochastic.settled_rows`)."""
+    settled = np.empty(objective.n_samples, bool)
+    sk.settled_rows(state.margins, state.curvature, np.asarray(dual), *objective.loss_args,
+                    settled)
+    return settled

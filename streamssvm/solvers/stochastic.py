@@ -106,7 +106,7 @@ class EpochRun:
             objective.passes += meta["passes"]
             self.start -= meta["seconds"]
             evaluated = self.history[-1].get("f") is not None
-            self.state = objective.evaluate(self.resumed["w"]) if evaluated else None
+            self.state = objective.evaluate(self.resumed["w"], False) if evaluated else None
         else:
             # ``start``: a function submitting the start's one evaluation elsewhere (SDCA's
             # evaluation thread, while the first epochs run), which returns a Future of
@@ -118,7 +118,7 @@ class EpochRun:
             self.history = []
             if start is None:
                 self._start = Future()
-                self._start.set_result(start_state(objective, w0))
+                self._start.set_result(start_state(objective, w0, curved=False))
                 self._record()
                 self.started()
             else:  # its pass counted once submitted, as the solvers count evaluations
@@ -208,7 +208,7 @@ class EpochRun:
     def end_epoch(self, w, **extra):
         """Evaluate at ``w`` when due and record the epoch; returns the new PointState or
         None."""
-        return self.record(self.objective.evaluate(w) if self.due() else None, **extra)
+        return self.record(self.objective.evaluate(w, False) if self.due() else None, **extra)
 
     def record(self, state, at=None, **extra):
         """Record an epoch with its evaluation ``state`` (or None): this epoch, or the one
@@ -238,7 +238,7 @@ class EpochRun:
         self.started()
         self.bar.close()
         if self.state is None or not np.array_equal(self.state.w, w):
-            self.state = self.objective.evaluate(w)
+            self.state = self.objective.evaluate(w, False)
             last = self.history[-1]
             if "f" not in last and last["iteration"] == self.epoch:
                 last.update(f=self.state.f, grad_norm=self.state.grad_norm,
