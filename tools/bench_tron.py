@@ -186,7 +186,7 @@ def section_pass_rate(args, store, X, y):
 
 _CHILD = r"""
 import json, sys, time, warnings, numpy as np
-from streamssvm.data import Store
+from streamssvm.data import RowSubset, Store
 from streamssvm.objective import SmoothSVMObjective
 from streamssvm.solvers import choose_solver, newton, sdca, tron
 warnings.simplefilter("ignore")
@@ -195,6 +195,13 @@ SOLVERS = {"TRON": (tron, {}), "TRON, backtracking": (tron, {"backtrack": True})
            "Newton": (newton, {}), "subsampled Newton (10%)": (newton, {"hessian_sample": 0.1}),
            "SDCA": (sdca, {})}
 with Store(path) as store:
+    if name == "warm":  # every solver's streamed kernels compiled (or loaded) uncapped
+        part = RowSubset(store, np.arange(store.row_offsets[min(store.n_blocks, 4)]))
+        for solve, options in SOLVERS.values():
+            obj = SmoothSVMObjective(part, "psi_g", 1e-5, sigma=2.0 ** -3, hold=False)
+            obj.value(np.zeros(obj.n_variables))
+            solve(obj, tol=0.01, liblinear_tol=True, **dict(options, max_iter=2))
+        sys.exit()
     if name == "passes":
         obj = SmoothSVMObjective(store, "psi_g", 1e-5, sigma=2.0 ** -3, cache_curved=False)
         w = np.zeros(obj.n_variables)
@@ -260,6 +267,10 @@ def section_out_of_core(args):
         out, peak = run_capped(args.cap_mb, _CHILD, store, passes, args.ooc_iters, *argv)
         return (json.loads(out) if out else None), peak
 
+    # a capped child that compiles may be killed at the cap (numba's cache is cleared when
+    # the sources change): the kernels are compiled first, uncapped, on a few blocks
+    subprocess.run([sys.executable, "-c", _CHILD, store, "1", "2", "warm"], env=repo_env(),
+                   check=True, capture_output=True)
     # this disk's rate varies from read to read (0.9-2.4 GB/s within a run): each pass is
     # paired with a read of the whole store just before it
     trials = []
