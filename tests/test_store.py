@@ -288,6 +288,15 @@ def test_truncated_store(stored, tmp_path):
                     pass
 
 
+def _flip(path, position, mask):
+    """XOR the byte at ``position`` of the file at ``path`` with ``mask``."""
+    with open(path, "r+b") as f:
+        f.seek(position)
+        byte = f.read(1)
+        f.seek(position)
+        f.write(bytes([byte[0] ^ mask]))
+
+
 def test_a_store_cut_short_while_open(stored, tmp_path):
     """Later passes read contiguous datasets straight from the file, at the offsets the
     first pass found: a file cut short since then is a StoreError naming the block, and
@@ -300,11 +309,7 @@ def test_a_store_cut_short_while_open(stored, tmp_path):
         data_offset = next(d[4] for _, d in store._layouts[store.n_blocks - 1][1]
                            if d[0] == "data")
         assert data_offset is not None  # read by offset, not through HDF5
-        with open(path, "r+b") as f:
-            f.seek(data_offset)
-            byte = f.read(1)
-            f.seek(data_offset)
-            f.write(bytes([byte[0] ^ 1]))
+        _flip(path, data_offset, 1)
         with pytest.raises(StoreError, match=f"{path}: block {store.n_blocks - 1}: dataset "
                                              f"data does not match its checksum"):
             for _ in store.iter_blocks():
@@ -458,11 +463,7 @@ def test_a_flipped_bit_in_the_layout_fails_its_checksum(stored, tmp_path):
     shutil.copy(stored[0], bad)
     with h5py.File(bad, "r") as f:
         where = f["layout"].id.get_offset() + 8 * 3  # block 0's indices' offset
-    with open(bad, "r+b") as fh:
-        fh.seek(where)
-        byte = fh.read(1)
-        fh.seek(where)
-        fh.write(bytes([byte[0] ^ 4]))
+    _flip(bad, where, 4)
     with pytest.raises(StoreError, match=f"{bad}: metadata: dataset layout does not match its "
                                          f"checksum"):
         Store(bad)
