@@ -212,6 +212,23 @@ def test_only_solvers_that_make_hessian_products_gather_the_curved_rows(a9a_stor
         np.testing.assert_array_equal(again.curvature, states[-1].curvature)
 
 
+def test_in_memory_rows_gather_their_curved_rows_unless_told_not_to():
+    """An in-memory source not held copies its curved rows when at most half are curved
+    (no pass: the data is in memory), for Hessian products only."""
+    rng = np.random.default_rng(2)
+    X = sp.random(2000, 30, density=0.2, format="csr", random_state=1)
+    w = 50 * rng.standard_normal(30)
+    y = np.where(X @ w >= 0, 1.0, -1.0)
+    objective = SmoothSVMObjective(InMemorySource(X, y), "squared_hinge", 1e-3, hold=False)
+    state = objective.evaluate(w)
+    assert 0 < np.count_nonzero(state.curvature) <= len(y) / 2
+    assert state.curved_rows is not None
+    assert sum(len(part[3]) for part in state.curved_rows) == np.count_nonzero(state.curvature)
+    lean = objective.evaluate(w, curved=False)
+    assert lean.curved_rows is None
+    assert lean.f == state.f and np.array_equal(lean.grad, state.grad)
+
+
 def test_curved_rows_are_the_rows_with_curvature(a9a):
     """squared hinge: exactly the rows with margin < 1 are kept."""
     objective = SmoothSVMObjective(InMemorySource(*a9a, block_rows=1000), "squared_hinge", 1e-4,

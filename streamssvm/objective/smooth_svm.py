@@ -470,7 +470,7 @@ class SmoothSVMObjective:
         streamed = not self.source.in_memory
         gather = curved and held is None and (self.cache_curved is True
                                               or (self.cache_curved == "auto" and streamed))
-        curved, cached = [] if gather else None, 0
+        kept, cached = [] if gather else None, 0
         if held is not None:
             self._start_scatter()
             self._count_pass()
@@ -481,18 +481,18 @@ class SmoothSVMObjective:
                                       sigma, theta, params, self.curvature_floor,
                                       margins[block_rows], rows, self._scatter,
                                       self._block_weights(block_rows), zero)
-            if curved is not None:
+            if kept is not None:
                 part = kernels.gather_curved_rows(b.indptr, b.indices, b.data, rows)
                 cached += sum(a.nbytes for a in part)
                 if cached <= self.cache_bytes:
-                    curved.append(part)
+                    kept.append(part)
                 else:  # does not fit: Hessian-vector products will stream instead
-                    curved = None
+                    kept = None
         if (curved and held is None and self.cache_curved == "auto" and not streamed
                 and 2 * np.count_nonzero(curvature) <= self.n_samples):
-            curved = self._gather_in_memory(curvature)
+            kept = self._gather_in_memory(curvature)
         grad = self._merged(w, self.lam)
-        return PointState(w, self._total(w, loss), grad, margins, curvature, curved)
+        return PointState(w, self._total(w, loss), grad, margins, curvature, kept)
 
     def _gather_in_memory(self, curvature):
         """The curved rows of an in-memory source, copied (no pass: the data is in memory),
