@@ -23,7 +23,6 @@ ENCODINGS = ("auto", "plain", "lean")
 _PREFETCH = 2  # blocks read ahead of the one being used
 BLOCK_DATASETS = ("indptr", "indices", "data", "y")  # their order in a row of /checksums
 LEAN_DATASETS = {"gaps": "indices", "row_data": "data"}  # each stands for the plain one
-_LAYOUT_SLOTS = (0, 3, 1, 2)  # the rows of /layout[k] (as /checksums) holding indptr, y, ...
 INT32_MAX = np.iinfo(np.int32).max  # a block's row pointers and indices are int32
 
 
@@ -751,11 +750,12 @@ class Store(BlockSource):
     def _recorded_layout(self, k):
         """:meth:`_layout` from /layout's row ``k`` (checked when the store was opened)."""
         offset, length, lean = self._recorded[k].T.tolist()
-        datasets = self._datasets(k, lean[1], lean[2])
-        return self._in_file_order(bool(lean[2]), [
-            (name, dtype, length[j], scratch,
-             None if offset[j] < 0 or self._fd is None else offset[j])
-            for (name, dtype, _, scratch), j in zip(datasets, _LAYOUT_SLOTS)])
+        datasets = []
+        for name, dtype, _, scratch in self._datasets(k, lean[1], lean[2]):
+            j = _slot(name)
+            at = None if offset[j] < 0 or self._fd is None else offset[j]
+            datasets.append((name, dtype, length[j], scratch, at))
+        return self._in_file_order(bool(lean[2]), datasets)
 
     def _found_layout(self, k):
         """:meth:`_layout` through HDF5: block ``k``'s group and datasets, checked for shape
@@ -790,9 +790,10 @@ class Store(BlockSource):
             return str(exc)
         except (OSError, KeyError) as exc:
             return f"{self.path}: block {k}: its datasets cannot be found ({exc})"
-        if found != self._recorded_layout(k):
+        recorded = self._recorded_layout(k)
+        if found != recorded:
             return (f"{self.path}: block {k}: /layout does not record where its datasets "
-                    f"lie (HDF5 finds {found}; /layout says {self._recorded_layout(k)})")
+                    f"lie (HDF5 finds {found}; /layout says {recorded})")
         return None
 
     def _read(self, k, buffers, name, dtype, n, scratch, offset):
