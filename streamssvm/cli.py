@@ -308,6 +308,10 @@ def _add_train(subparsers):
                    help="sgd: updates delayed by up to K - 1 steps, on two threads (on "
                         "news20, K = 16 reached serial SGD's objectives); 0 (default): "
                         "serial SGD")
+    p.add_argument("--hogwild", action="store_true", default=None,
+                   help="sgd: the steps on all threads at once, without locks (Hogwild!; "
+                        "on news20 under 0.4x scikit-learn's epoch on two threads); a run "
+                        "on several threads is not reproducible to the bit; not with --intercept")
     p.add_argument("--checkpoint", metavar="FILE",
                    help="write the solver's state here as it runs (atomically; binary stores)")
     p.add_argument("--checkpoint-every", type=_checked(check_every, "a number of seconds >= 0"),
@@ -356,7 +360,7 @@ TRAIN_OPTIONS = {"loss": "--loss", "sigma": "--sigma", "sigma_path": "--sigma-pa
 # train's options for the solver (argparse's dests, train_stream's names; --step is also
 # sgd's eta0); left out, they are None
 SOLVER_FLAGS = ("preconditioner", "backtrack", "forcing", "seed", "hessian_sample", "step",
-                "learning_rate", "average", "delay", "max_seconds")
+                "learning_rate", "average", "delay", "hogwild", "max_seconds")
 
 
 def _solver_options(args):

@@ -53,21 +53,26 @@ class OnlineTrainer:
     delay : int
         0: serial SGD, on one thread; K > 0: SGD with updates delayed by up to K - 1 steps,
         on two threads (see :func:`streamssvm.solvers.sgd`).
+    hogwild : bool
+        The steps on all threads at once, on the one v, without locks (Hogwild!; see
+        :func:`streamssvm.solvers.sgd`): not reproducible to the bit on several threads.
+        Not with an intercept.
     seed : int or None
         None: fresh entropy (a saved state keeps where its generator is).
     n_threads : int, optional
         Threads (default numba's): with two and a delay, the dot products of an epoch
-        are shared between them; the steps are the same on one thread or two.
+        are shared between them, the steps the same on one thread or two; with
+        ``hogwild``, the steps.
     """
 
     def __init__(self, loss="hinge", sigma=None, lam=1e-5, solver="sgd", learning_rate=None,
                  eta0=None, power_t=None, average=False, project=None, fit_intercept=False,
-                 intercept_scaling=1.0, delay=0, seed=0, n_threads=None):
+                 intercept_scaling=1.0, delay=0, hogwild=False, seed=0, n_threads=None):
         if solver not in ("sgd", "pegasos"):
             raise ValueError(f"solver must be 'sgd' or 'pegasos', got {solver!r}")
         pegasos = solver == "pegasos"
         project = pegasos if project is None else bool(project)
-        check_delay(delay, project)
+        check_delay(delay, project, hogwild, fit_intercept)
         self.options = dict(
             loss=loss if isinstance(loss, str) else loss.spec, sigma=sigma, lam=float(lam),
             solver=solver, learning_rate="pegasos" if pegasos else (learning_rate or "optimal"),
@@ -75,7 +80,7 @@ class OnlineTrainer:
             power_t=None if power_t is None else float(power_t), average=average,
             project=project, fit_intercept=bool(fit_intercept),
             intercept_scaling=float(intercept_scaling), delay=int(delay),
-            seed=check_seed(seed))
+            hogwild=bool(hogwild), seed=check_seed(seed))
         o = self.options  # refused now, not at the first partial_fit
         check_schedule(o["learning_rate"], o["eta0"], o["power_t"], o["fit_intercept"])
         self.n_threads = check_threads(n_threads)
@@ -132,7 +137,7 @@ class OnlineTrainer:
             if self.sgd_state is None:
                 self.classes = tuple(source.classes)
                 self.sgd_state = SGDState(source.n_features, o["fit_intercept"], o["average"],
-                                          o["delay"])
+                                          o["delay"], o["hogwild"])
             for _ in range(epochs):
                 sgd_epoch(objective, self.sgd_state, schedule, self.rng)
             if not self._finite():  # once a call: 0.45 ms on news20's 1.2M features
@@ -181,9 +186,9 @@ class OnlineTrainer:
     @classmethod
     def load(cls, path, n_threads=None):
         """An OnlineTrainer from a file written by :meth:`save`, on ``n_threads`` threads
-        (the machine's, not the state's: the steps are the same on any number). A path that
-        cannot be opened raises open()'s OSError; any other file that is no state, a
-        ValueError."""
+        (the machine's, not the state's: the steps are the same on any number, but with
+        ``hogwild``). A path that cannot be opened raises open()'s OSError; any other file
+        that is no state, a ValueError."""
         n_threads = check_threads(n_threads)  # the caller's, not the file's
         try:
             with load_npz(path) as z:
@@ -211,7 +216,8 @@ class OnlineTrainer:
             trainer.epochs, trainer.rows_seen = counts
             trainer.rng.bit_generator.state = meta["rng"]
             o = trainer.options
-            st = SGDState(len(arrays["v"]), o["fit_intercept"], o["average"], o["delay"])
+            st = SGDState(len(arrays["v"]), o["fit_intercept"], o["average"], o["delay"],
+                          o["hogwild"])
         except OPEN_ERRORS:
             raise
         except READ_ERRORS as exc:

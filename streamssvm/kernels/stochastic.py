@@ -274,6 +274,94 @@ def _chunks(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma,
             _sgd_fold_scale(v, state, averaging, avg_u)
 
 
+_HOG_AHEAD = 2  # a thread prefetches the nonzeros of its row this many of its rows ahead
+
+
+@njit(cache=True, nogil=True)
+def sgd_rows_hogwild(indptr, indices, data, y, order, v, avg_u, state, code, sigma, theta, params,
+                     lam, schedule, eta0, power_t, t0, avg_start, n_parts):
+    """The steps of :func:`sgd_rows` without an intercept or a projection, taken by
+    ``n_parts`` threads at once on the one v, without locks (Niu, Recht, Re & Wright's
+    Hogwild!): thread k takes the rows at positions k, k + n_parts, ... of ``order``, each
+    step reading v as the other threads leave it and adding its update into it. A step
+    misses the writes the others have not made yet, and where two threads write one entry
+    of v at once, one update can be lost. So the steps are not serial SGD's and a run is
+    not reproducible to the bit, except on one thread, where they are serial SGD's to the
+    bit.
+
+    No scalar is shared between the threads: w = scale * v with the scale of the step's
+    position, which depends on the step count alone, so every step's rate, scale and
+    average weight are computed first, serially (:func:`_hogwild_plan`). A step whose
+    shrink is <= 0 (w set to 0) or after which the scale is folded into v is taken by
+    itself between two parallel runs."""
+    n = order.shape[0]
+    etas, scales, avg_cs = np.empty(n), np.empty(n), np.empty(n)
+    fold_below = _RESCALE_AVERAGING_BELOW if avg_start > 0 else _RESCALE_BELOW
+    lo = 0
+    while lo < n:
+        hi, scale, avg_c, averaged = _hogwild_plan(state, lo, n, lam, schedule, eta0, power_t,
+                                                   t0, avg_start, fold_below, etas, scales,
+                                                   avg_cs)
+        if hi > lo:
+            _hogwild_threads(indptr, indices, data, y, order, lo, hi, v, avg_u, state[SCALE],
+                             state[STEP], code, sigma, theta, params, avg_start, etas, scales,
+                             avg_cs, n_parts)
+            state[STEP] += hi - lo
+            state[SCALE], state[AVG_C] = scale, avg_c
+            state[AVG_COUNT] += averaged
+        if hi < n:
+            i = order[hi]
+            _sgd_step(indptr, indices, data, y, i, row_dot(indptr, indices, data, i, v), v,
+                      avg_u, state, 0.0, code, sigma, theta, params, lam, schedule, eta0,
+                      power_t, t0, 0.0, avg_start, True)
+        lo = hi + 1
+
+
+@njit(cache=True, nogil=True)
+def _hogwild_plan(state, lo, n, lam, schedule, eta0, power_t, t0, avg_start, fold_below, etas,
+                  scales, avg_cs):
+    """The steps at positions lo, lo + 1, ... as serial SGD computes them: the rate
+    etas[p], the scale after the step scales[p] and the average's weight of v before it
+    avg_cs[p], up to the first step that must be taken alone (a shrink <= 0, or a scale
+    below ``fold_below`` after it). Returns that position (n if none) and the scale, the
+    weight and the number of averaged steps before it."""
+    t, scale, avg_c, averaged = state[STEP], state[SCALE], state[AVG_C], 0
+    for p in range(lo, n):
+        t += 1.0
+        eta = learning_rate(schedule, t, lam, eta0, power_t, t0)
+        shrink = 1.0 - eta * lam
+        if shrink <= 0.0 or scale * shrink < fold_below:
+            return p, scale, avg_c, averaged
+        scale *= shrink
+        etas[p], scales[p], avg_cs[p] = eta, scale, avg_c
+        if avg_start > 0 and t >= avg_start:
+            avg_c += scale
+            averaged += 1
+    return n, scale, avg_c, averaged
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _hogwild_threads(indptr, indices, data, y, order, lo, hi, v, avg_u, scale, step, code, sigma,
+                     theta, params, avg_start, etas, scales, avg_cs, n_parts):
+    """The steps at positions lo..hi - 1 of :func:`sgd_rows_hogwild`, from the scale
+    ``scale`` and the step count ``step`` before them."""
+    for k in prange(n_parts):
+        for p in range(lo + k, hi, n_parts):
+            ahead = p + _HOG_AHEAD * n_parts
+            if ahead < hi:
+                prefetch_row(indptr, indices, data, order[ahead])
+            i = order[p]
+            yi = float(y[i])
+            before = scales[p - 1] if p > lo else scale
+            margin = yi * (before * row_dot(indptr, indices, data, i, v))
+            coef = -etas[p] * derivatives(code, margin, sigma, theta, params)[1] * yi
+            if coef != 0.0:
+                delta = coef / scales[p]
+                row_axpy(indptr, indices, data, i, delta, v)
+                if avg_start > 0 and step + (p - lo + 1) >= avg_start:
+                    row_axpy(indptr, indices, data, i, -avg_cs[p] * delta, avg_u)
+
+
 # state[...] of SVRG
 SVRG_SCALE = 0     # w = scale * v + r * mu
 SVRG_R = 1

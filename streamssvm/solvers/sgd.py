@@ -21,6 +21,8 @@ W. Xu, "Towards optimal one pass large scale learning with averaged stochastic g
 descent", arXiv:1107.2490 (2011): the sparse form of the averaged iterate.
 J. Langford, A. J. Smola, M. Zinkevich, "Slow learners are fast", NIPS 2009: SGD with
 delayed updates (``delay``).
+F. Niu, B. Recht, C. Re, S. J. Wright, "Hogwild!: a lock-free approach to parallelizing
+stochastic gradient descent", NIPS 2011 (``hogwild``).
 """
 
 import math
@@ -61,12 +63,16 @@ class SGDState:
         0: serial SGD. K > 0: SGD with updates delayed by up to K - 1 steps, on two threads
         when there are two (see :func:`~streamssvm.kernels.stochastic.sgd_rows_parallel`);
         checked by the callers with :func:`check_delay`, which know the projection.
+    hogwild : bool
+        The steps on all threads at once, on the one v, without locks (see
+        :func:`~streamssvm.kernels.stochastic.sgd_rows_hogwild`); checked by
+        :func:`check_delay` too.
     """
 
-    def __init__(self, n_features, fit_intercept, average=False, delay=0):
+    def __init__(self, n_features, fit_intercept, average=False, delay=0, hogwild=False):
         self.n_features, self.fit_intercept = n_features, bool(fit_intercept)
         self.avg_start = _average_start(average)
-        self.delay = int(delay)
+        self.delay, self.hogwild = int(delay), bool(hogwild)
         self.v = np.zeros(n_features)
         self.avg_u = np.zeros(n_features if self.avg_start else 0)
         self.state = np.zeros(sk.SGD_STATE_SIZE)
@@ -76,11 +82,16 @@ class SGDState:
 
     def rows(self, block, rows, objective, schedule, threads):
         """The steps on ``rows`` of ``block``: with a delay, on two threads when ``threads``
-        > 1."""
+        > 1; Hogwild's on ``threads``."""
         code, sigma, theta, params = objective.loss_args
-        args = (block.indptr, block.indices, block.data, block.y, rows, self.v, self.avg_u,
-                self.state, objective.bias, code, sigma, theta, params, objective.lam,
-                schedule.code, schedule.eta0, schedule.power_t, schedule.t0, schedule.radius,
+        data = (block.indptr, block.indices, block.data, block.y, rows, self.v, self.avg_u,
+                self.state)
+        rate = (objective.lam, schedule.code, schedule.eta0, schedule.power_t, schedule.t0)
+        if self.hogwild:
+            sk.sgd_rows_hogwild(*data, code, sigma, theta, params, *rate, self.avg_start,
+                                threads)
+            return
+        args = (*data, objective.bias, code, sigma, theta, params, *rate, schedule.radius,
                 self.avg_start, self.delay)
         if threads < 2 or not self.delay or not self._replica_room():
             sk.sgd_rows(*args)
@@ -143,15 +154,26 @@ class SGDState:
         return np.append(coef, intercept) if self.fit_intercept else coef
 
 
-def check_delay(delay, project):
-    """Raise if SGD cannot take its steps with this ``delay``: the projection (``project``)
-    takes ||w|| from each step's exact dot."""
+def check_delay(delay, project, hogwild=False, fit_intercept=False):
+    """Raise if SGD cannot take its steps with this ``delay`` or ``hogwild``: the
+    projection (``project``) takes ||w|| from each step's exact dot; Hogwild's steps are
+    not delayed, and take no intercept."""
     if not (isinstance(delay, (int, np.integer)) and not isinstance(delay, bool)
             and delay >= 0):
         raise ValueError(f"delay must be an integer >= 0, got {delay!r}")
-    if delay and project:
-        raise ValueError("delay needs project=False: the projection onto the ball takes "
-                         "||w|| from each step's exact dot product")
+    if not isinstance(hogwild, (bool, np.bool_)):
+        raise ValueError(f"hogwild must be True or False, got {hogwild!r}")
+    for name, given in (("delay", delay), ("hogwild", hogwild)):
+        if given and project:
+            raise ValueError(f"{name} needs project=False: the projection onto the ball "
+                             f"takes ||w|| from each step's exact dot product")
+    if delay and hogwild:
+        raise ValueError("delay and hogwild are two ways of taking SGD's steps on several "
+                         "threads: give one of them")
+    if hogwild and fit_intercept:
+        raise ValueError("hogwild needs fit_intercept=False: the intercept is in every "
+                         "row, and the threads' late and lost updates made it drift (on a9a "
+                         "and news20, some runs ended far above serial SGD's objective)")
 
 
 def _average_start(average):
@@ -242,7 +264,8 @@ class Schedule:
 def sgd_epoch(objective, sgd_state, schedule, rng):
     """One epoch of SGD steps over ``objective``'s source (one pass), in place. With a delay
     and two threads or more, the steps run on two threads
-    (:func:`~streamssvm.kernels.stochastic.sgd_rows_parallel`), with the same result."""
+    (:func:`~streamssvm.kernels.stochastic.sgd_rows_parallel`), with the same result; with
+    ``hogwild``, on all of them at once."""
     threads = min(objective.n_threads, numba.get_num_threads())
     for block, rows in objective.shuffled_blocks(rng):
         sgd_state.rows(block, rows, objective, schedule, threads)
@@ -250,7 +273,7 @@ def sgd_epoch(objective, sgd_state, schedule, rng):
 
 def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=20,
         learning_rate="optimal", eta0=None, power_t=None, average=False, project=False, delay=0,
-        seed=0, eval_every=1, max_seconds=None, progress=False, checkpoint=None):
+        hogwild=False, seed=0, eval_every=1, max_seconds=None, progress=False, checkpoint=None):
     """Minimise ``objective`` by stochastic gradient descent.
 
     Parameters
@@ -271,8 +294,15 @@ def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
         updates), and two threads share an epoch's dots
         (:func:`~streamssvm.kernels.stochastic.sgd_rows_parallel`); the steps are the same
         on one thread or two. Not with ``project``.
+    hogwild : bool
+        The threads take their rows' steps at once, on the one v, without locks (Niu et
+        al.'s Hogwild!): where two write one feature's weight at once, one update can be
+        lost, so a run on several threads is not reproducible to the bit (on one, it is
+        serial SGD's). On news20 it reached serial SGD's objective in half its time on
+        two threads. Not with ``project``, ``delay`` or an intercept.
     seed : int
-        Seed of the visiting order: a run is reproducible bit for bit.
+        Seed of the visiting order: a run is reproducible bit for bit (but for ``hogwild``
+        on several threads).
     eval_every : int
         Evaluate the objective (one pass) every this many epochs; 0: only at the end.
     max_seconds : float, optional
@@ -287,16 +317,16 @@ def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
         ``history`` has one entry per epoch (``f``, ``grad_norm`` where evaluated).
     """
     return _run("sgd", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
-                max_seconds, seed, progress, checkpoint, average, delay,
+                max_seconds, seed, progress, checkpoint, average, delay, hogwild,
                 dict(learning_rate=learning_rate, eta0=eta0, power_t=power_t, project=project))
 
 
 @closing_bars()
 def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every, max_seconds,
-         seed, progress, checkpoint, average, delay, schedule_options):
-    check_delay(delay, schedule_options["project"])
+         seed, progress, checkpoint, average, delay, hogwild, schedule_options):
+    check_delay(delay, schedule_options["project"], hogwild, bool(objective.bias))
     schedule = Schedule(objective, **schedule_options)
-    state = SGDState(objective.n_features, bool(objective.bias), average, delay)
+    state = SGDState(objective.n_features, bool(objective.bias), average, delay, hogwild)
     run = EpochRun(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
                    max_seconds, seed, progress, checkpoint)
     if run.resumed is not None:
@@ -317,5 +347,5 @@ def pegasos(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max
     ||w|| <= 1 / sqrt(lam) (the paper compares it with the hinge loss). Parameters as
     :func:`sgd`."""
     return _run("pegasos", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
-                max_seconds, seed, progress, checkpoint, average, 0,
+                max_seconds, seed, progress, checkpoint, average, 0, False,
                 dict(learning_rate="pegasos", project=project))
