@@ -1,8 +1,8 @@
 """Benchmark of the first-order and stochastic solvers, side by side in one run (issue 5).
 
 Prints, on one training file:
-  (a) seconds per SGD epoch (hinge, alpha = lambda, no intercept) of ours (serial SGD, and
-      SGD with updates delayed by --delay on all threads) against scikit-learn's
+  (a) seconds per SGD epoch (hinge, alpha = lambda, no intercept) of ours (serial SGD, SGD
+      with updates delayed by --delay on two threads, Hogwild on all) against scikit-learn's
       SGDClassifier on the same in-memory matrix, in --rounds rounds that run them one
       after the other: the best of the rounds, the ratio, each round's own ratio, and the
       training objectives; against the dots every epoch computes on that matrix: one
@@ -56,20 +56,21 @@ def load(path):
 
 def sgd_epochs(X, y, lam, epochs, rounds, delay):
     """Seconds per epoch of hinge SGD in ``rounds`` rounds, each ours (serial), ours with
-    ``delay`` (if not 0) on all threads and scikit-learn's one after the other: ``{name:
+    ``delay`` (if not 0), ours Hogwild and scikit-learn's one after the other: ``{name:
     [seconds per round]}``; and each one's training objective."""
     from sklearn.linear_model import SGDClassifier
 
-    ours = {"ours": 0}
+    ours = {"ours": {}}
     if delay:
-        ours[f"ours delay={delay}"] = delay
-    for k in ours.values():  # compile or load every kernel the rounds take
-        OnlineTrainer(loss="hinge", lam=lam, delay=k).partial_fit(X, y)
+        ours[f"ours delay={delay}"] = dict(delay=delay)
+    ours["ours hogwild"] = dict(hogwild=True)
+    for options in ours.values():  # compile or load every kernel the rounds take
+        OnlineTrainer(loss="hinge", lam=lam, **options).partial_fit(X, y)
     times = {name: [] for name in [*ours, "scikit-learn"]}
     coef = {}
     for _ in range(rounds):
-        for name, k in ours.items():
-            trainer = OnlineTrainer(loss="hinge", lam=lam, seed=0, delay=k)
+        for name, options in ours.items():
+            trainer = OnlineTrainer(loss="hinge", lam=lam, seed=0, **options)
             start = time.perf_counter()
             trainer.partial_fit(X, y, epochs=epochs)
             times[name].append((time.perf_counter() - start) / epochs)
@@ -225,10 +226,10 @@ def main(argv=None):
         print(f"    floors, one thread: X w (the dots an epoch cannot skip) {floor:.4f} s, in a "
               f"random row order {shuffled:.4f} s ({shuffled / theirs:.2f}x scikit-learn); ours "
               f"{best['ours'] / shuffled:.2f}x the latter")
-        shared = f"ours delay={args.delay}" if args.delay else "ours"
+        shared = [name for name in best if name.startswith("ours ")]
         print(f"    {threads} threads' dots in that order (the floor of an epoch that splits its "
-              f"dots) {split:.4f} s, {split / theirs:.2f}x scikit-learn; {shared} "
-              f"{best[shared] / split:.2f}x it")
+              f"dots) {split:.4f} s, {split / theirs:.2f}x scikit-learn; "
+              + ", ".join(f"{name} {best[name] / split:.2f}x it" for name in shared))
     if "b" in sections and args.ooc:
         size_mb = os.path.getsize(args.ooc) / 2**20
         seconds, peak = ooc_epoch(args.ooc, args.cap_mb, args.lam, 1)
