@@ -1312,6 +1312,25 @@ def test_hogwild_takes_serial_sgds_steps_where_no_thread_reads_anothers_writes(o
         assert np.any(serial.coef_ != 0) or options.get("eta0") == 2.0
 
 
+def test_hogwild_carries_its_scale_steps_and_average_between_calls():
+    """Batches of 500 rows, one kernel call each, on two threads, rows sharing no feature:
+    the scale, the step count and the average carried from call to call give serial SGD's
+    model to the bit."""
+    X, y = _disjoint_rows()
+    trainers = [streamssvm.OnlineTrainer(loss="hinge", lam=1e-4, average=True, n_threads=n,
+                                         hogwild=hogwild) for n, hogwild in ((1, False),
+                                                                             (2, True))]
+    for _ in range(2):
+        for start in range(0, X.shape[0], 500):
+            for trainer in trainers:
+                trainer.partial_fit(X[start:start + 500], y[start:start + 500],
+                                    classes=(-1, 1))
+    serial, hogwild = (t.model() for t in trainers)
+    np.testing.assert_array_equal(serial.coef_, hogwild.coef_)
+    assert serial.params["steps"] == hogwild.params["steps"] == 2 * X.shape[0]
+    assert np.any(serial.coef_ != 0)
+
+
 def test_hogwild_on_two_threads_reaches_serial_sgds_objective(data):
     """a9a's rows share most of their features (14 of 123 each), so the threads' steps miss
     each other's writes and lose some. The median objective of 10 seeds after 20 epochs
