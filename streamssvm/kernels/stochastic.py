@@ -293,7 +293,7 @@ def sgd_rows_hogwild(indptr, indices, data, y, order, v, avg_u, state, code, sig
     position, which depends on the step count alone, so every step's rate, scale and
     average weight are computed first, serially (:func:`_hogwild_plan`). A step whose
     shrink is <= 0 (w set to 0) or after which the scale is folded into v is taken by
-    itself between two parallel runs."""
+    itself between two parallel runs. The plan holds three float64 a row of the call."""
     n = order.shape[0]
     etas, scales, avg_cs = np.empty(n), np.empty(n), np.empty(n)
     fold_below = _RESCALE_AVERAGING_BELOW if avg_start > 0 else _RESCALE_BELOW
