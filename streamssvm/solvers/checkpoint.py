@@ -8,7 +8,8 @@ generator's state, the message of a run that stopped by the solver's own rule
 duality gap), and the description of the training it belongs to (``problem``: data, loss,
 lambda, solver and its options). A resumed run starts from exactly that state, so it ends
 at the same model as an uninterrupted one: the same iterates for TRON, the same steps for
-SGD with the same seed; a stopped run's returns at once. (One exception, to rounding:
+SGD with the same seed (but Hogwild's on several threads, which no run repeats to the bit);
+a stopped run's returns at once. (One exception, to rounding:
 TRON resumed from a checkpoint written just after a rejected step solves the smaller
 region again, where the uninterrupted run, if its products read the file, took the step
 from the kept CG path; see ``reuse_cg``.)
