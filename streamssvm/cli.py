@@ -353,9 +353,11 @@ def _checkpoint_options(args):
 
 
 # the options that set the parameters the library's errors name when it finds a combination
-# of them wrong (--loss psi_g:sigma=0.01 with --sigma-path 0.5, --step beyond 1 / --lam)
+# of them wrong (--loss psi_g:sigma=0.01 with --sigma-path 0.5, --step beyond 1 / --lam,
+# --hogwild with --intercept)
 TRAIN_OPTIONS = {"loss": "--loss", "sigma": "--sigma", "sigma_path": "--sigma-path",
-                 "lam": "--lam", "step": "--step", "class_weight": "--class-weight"}
+                 "lam": "--lam", "step": "--step", "class_weight": "--class-weight",
+                 "fit_intercept": "--intercept", "delay": "--delay", "hogwild": "--hogwild"}
 
 # train's options for the solver (argparse's dests, train_stream's names; --step is also
 # sgd's eta0); left out, they are None

@@ -886,8 +886,8 @@ def test_cli_passes_auto_the_options_given(data, tmp_path, loss, rows, given, ex
     (["--solver", "pegasos", "--delay", "16"], "--solver pegasos takes no --delay"),
     (["--solver", "tron", "--delay", "0"], "--solver tron takes no --delay"),  # 0 is given
     (["--solver", "pegasos", "--hogwild"], "--solver pegasos takes no --hogwild (sgd)"),
-    (["--solver", "sgd", "--hogwild", "--delay", "4"], "delay and hogwild are two ways"),
-    (["--solver", "sgd", "--hogwild", "--intercept"], "hogwild needs fit_intercept=False"),
+    (["--solver", "sgd", "--hogwild", "--delay", "4"], "--delay and --hogwild are two ways"),
+    (["--solver", "sgd", "--hogwild", "--intercept"], "--hogwild needs no --intercept: "),
     # sgd's default schedule takes no eta0, with sgd or auto
     (["--solver", "sgd", "--step", "0.1"], "eta0 (--step) is the step of the learning_rate "
                                            "schedules 'constant' and 'invscaling'; 'optimal'"),

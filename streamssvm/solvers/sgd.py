@@ -31,6 +31,7 @@ import numba
 import numpy as np
 
 from .._memory import available_memory_bytes
+from .._names import named
 from .._progress import closing_bars
 from ..kernels import stochastic as sk
 from ..losses._scalar import derivatives_with_params
@@ -165,15 +166,22 @@ def check_delay(delay, project, hogwild=False, fit_intercept=False):
         raise ValueError(f"hogwild must be True or False, got {hogwild!r}")
     for name, given in (("delay", delay), ("hogwild", hogwild)):
         if given and project:
-            raise ValueError(f"{name} needs project=False: the projection onto the ball "
-                             f"takes ||w|| from each step's exact dot product")
+            raise ValueError(f"{named(name)} needs {_off('project')}: the projection onto "
+                             f"the ball takes ||w|| from each step's exact dot product")
     if delay and hogwild:
-        raise ValueError("delay and hogwild are two ways of taking SGD's steps on several "
-                         "threads: give one of them")
+        raise ValueError(f"{named('delay')} and {named('hogwild')} are two ways of taking "
+                         f"SGD's steps on several threads: give one of them")
     if hogwild and fit_intercept:
-        raise ValueError("hogwild needs fit_intercept=False: the intercept is in every "
-                         "row, and the threads' late and lost updates made it drift (on a9a "
-                         "and news20, some runs ended far above serial SGD's objective)")
+        raise ValueError(f"{named('hogwild')} needs {_off('fit_intercept')}: the intercept "
+                         f"is in every row, and the threads' late and lost updates made it "
+                         f"drift (on a9a and news20, some runs ended far above serial SGD's "
+                         f"objective)")
+
+
+def _off(parameter):
+    """How the caller turns a flag off: ``name=False``, or no option on the command line."""
+    option = named(parameter)
+    return f"{parameter}=False" if option == parameter else f"no {option}"
 
 
 def _average_start(average):
