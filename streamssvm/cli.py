@@ -34,7 +34,7 @@ from .objective.smooth_svm import check_hessian_sample, check_lam, check_threads
 from .solvers import SOLVERS
 from .solvers.checkpoint import check_every
 from .solvers.common import check_max_seconds, check_seed, check_step, check_tol
-from .solvers.sgd import check_delay, check_rate_options
+from .solvers.sgd import check_delay_and_hogwild, check_rate_options
 
 # ValueError: what the library raises on bad arguments or inputs (its messages say which);
 # FloatingPointError: a run that diverged (its message says which step to lower)
@@ -303,8 +303,9 @@ def _add_train(subparsers):
                    help="sgd's schedule (default optimal, which takes no --step)")
     p.add_argument("--average", action="store_true", default=None,
                    help="sgd / pegasos: averaged iterate")
-    p.add_argument("--delay", type=_checked(lambda value: check_delay(value, False),
-                                            "an integer >= 0", int), metavar="K",
+    p.add_argument("--delay", type=_checked(lambda value: check_delay_and_hogwild(value, False),
+                                            "an integer >= 0", int),
+                   metavar="K",
                    help="sgd: updates delayed by up to K - 1 steps, on two threads (on "
                         "news20, K = 16 reached serial SGD's objectives); 0 (default): "
                         "serial SGD")

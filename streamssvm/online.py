@@ -19,8 +19,8 @@ from .data import InMemorySource
 from .model import READ_ERRORS, Model, read_meta
 from .objective.smooth_svm import SmoothSVMObjective, check_threads
 from .solvers.common import check_seed
-from .solvers.sgd import (RATE_OPTIONS, SGDState, Schedule, check_delay, check_schedule,
-                          sgd_epoch)
+from .solvers.sgd import (RATE_OPTIONS, SGDState, Schedule, check_delay_and_hogwild,
+                          check_schedule, sgd_epoch)
 
 STATE_FORMAT = "streamssvm.online-state"
 
@@ -72,7 +72,7 @@ class OnlineTrainer:
             raise ValueError(f"solver must be 'sgd' or 'pegasos', got {solver!r}")
         pegasos = solver == "pegasos"
         project = pegasos if project is None else bool(project)
-        check_delay(delay, project, hogwild, fit_intercept)
+        check_delay_and_hogwild(delay, project, hogwild, fit_intercept)
         self.options = dict(
             loss=loss if isinstance(loss, str) else loss.spec, sigma=sigma, lam=float(lam),
             solver=solver, learning_rate="pegasos" if pegasos else (learning_rate or "optimal"),

@@ -63,11 +63,11 @@ class SGDState:
     delay : int
         0: serial SGD. K > 0: SGD with updates delayed by up to K - 1 steps, on two threads
         when there are two (see :func:`~streamssvm.kernels.stochastic.sgd_rows_parallel`);
-        checked by the callers with :func:`check_delay`, which know the projection.
+        checked by the callers with :func:`check_delay_and_hogwild`, which know the
+        projection.
     hogwild : bool
         The steps on all threads at once, on the one v, without locks (see
-        :func:`~streamssvm.kernels.stochastic.sgd_rows_hogwild`); checked by
-        :func:`check_delay` too.
+        :func:`~streamssvm.kernels.stochastic.sgd_rows_hogwild`); checked there too.
     """
 
     def __init__(self, n_features, fit_intercept, average=False, delay=0, hogwild=False):
@@ -155,7 +155,7 @@ class SGDState:
         return np.append(coef, intercept) if self.fit_intercept else coef
 
 
-def check_delay(delay, project, hogwild=False, fit_intercept=False):
+def check_delay_and_hogwild(delay, project, hogwild=False, fit_intercept=False):
     """Raise if SGD cannot take its steps with this ``delay`` or ``hogwild``: the
     projection (``project``) takes ||w|| from each step's exact dot; Hogwild's steps are
     not delayed, and take no intercept."""
@@ -332,7 +332,7 @@ def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
 @closing_bars()
 def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every, max_seconds,
          seed, progress, checkpoint, average, delay, hogwild, schedule_options):
-    check_delay(delay, schedule_options["project"], hogwild, bool(objective.bias))
+    check_delay_and_hogwild(delay, schedule_options["project"], hogwild, bool(objective.bias))
     schedule = Schedule(objective, **schedule_options)
     state = SGDState(objective.n_features, bool(objective.bias), average, delay, hogwild)
     run = EpochRun(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
