@@ -49,6 +49,24 @@ def random_problem(n=300, d=40, density=0.2, dtype=np.float64, seed=0):
     return X, y
 
 
+def one_value_per_row(X, seed):
+    """X with each row's entries one value of the row's own (binary features scaled by
+    row, as text scaled to unit length): the column kernels then hold the values by row."""
+    X = X.copy()
+    values = np.random.default_rng(seed).uniform(-1.0, 2.0, X.shape[0])
+    X.data = np.repeat(values, np.diff(X.indptr)).astype(X.dtype)
+    return X
+
+
+# the values of the column kernels' transpose: one per entry, or one per row
+VALUES = ["entries", "rows"]
+
+
+def valued(X, values, seed=0):
+    """X as it is (``values`` "entries") or with one value per row ("rows")."""
+    return X if values == "entries" else one_value_per_row(X, seed)
+
+
 def a9a_subset(n_rows):
     X, y = load_shared("a9a")
     return X[:n_rows], y[:n_rows]
@@ -182,13 +200,16 @@ def assert_hessp_matches_differences(obj, w, rng):
         np.testing.assert_allclose(hv, fd, rtol=1e-5, atol=1e-6 * np.linalg.norm(hv))
 
 
+@pytest.mark.parametrize("values", VALUES)
 @pytest.mark.parametrize("hold", HOLDS)
 @pytest.mark.parametrize("bias", INTERCEPTS)
 @pytest.mark.parametrize("loss, sigma", LOSSES)
-def test_against_explicit_dense_hessian(loss, sigma, bias, hold):
-    """f, g against numpy; Hv and the diagonal against X^T D X, and e_j^T H e_j."""
+def test_against_explicit_dense_hessian(loss, sigma, bias, hold, values):
+    """f, g against numpy; Hv and the diagonal against X^T D X, and e_j^T H e_j; with a
+    value per entry and one per row (held: the transpose holds them by row)."""
     (n, d), hold = shaped(hold, (60, 12), (40, 80))
     X, y = random_problem(n=n, d=d, density=0.4, seed=5)
+    X = valued(X, values)
     lam = 0.05
     obj = SmoothSVMObjective(InMemorySource(X, y), loss, lam=lam, sigma=sigma,
                              fit_intercept=bool(bias), intercept_scaling=bias or 1.0, hold=hold)
@@ -393,18 +414,21 @@ def test_held_data_is_read_once_and_products_read_nothing(tmp_path):
 
 @pytest.mark.parametrize("n_parts", [1, 2, 3, 7])
 @pytest.mark.parametrize("bucket_bits", [2, 13])
-def test_transpose_of_a_block_with_an_offset(n_parts, bucket_bits):
+@pytest.mark.parametrize("values", VALUES)
+def test_transpose_of_a_block_with_an_offset(n_parts, bucket_bits, values):
     """The columns of rows taken out of the middle of a matrix (indptr not starting at 0),
     with empty rows, empty columns and columns of one nonzero, equal scipy's CSC, made by
-    any number of threads, in one bucket of columns or in ten."""
+    any number of threads, in one bucket of columns or in ten; values by entry, or by row
+    where each row holds one."""
     X, _ = random_problem(n=200, d=30, seed=28)
     lo, hi = 37, 161
     one = sp.csr_matrix((np.arange(1.0, 6.0), ([40, 90, 160, 10, 100], [0, 1, 2, 3, 3])),
                         shape=(200, 4))  # one nonzero in the block; column 3 has one outside
     X = sp.hstack([one, X, sp.csr_matrix((200, 3)), one]).tocsr()  # empty columns too
+    X = valued(X, values, seed=29)
     columns = kernels.transpose(X.indptr[lo:hi + 1], X.indices, X.data, X.shape[1], n_parts,
                                 bucket_bits)
-    single, single_rows, single_values, multi, multi_ptr, multi_rows, multi_values, empty = columns
+    single, _, _, multi, _, _, _, empty, row_values = columns
     expected = X[lo:hi].tocsc()
     expected.sort_indices()
     lengths = np.diff(expected.indptr)
@@ -414,7 +438,25 @@ def test_transpose_of_a_block_with_an_offset(n_parts, bucket_bits):
                                                    expected_multi >> bucket_bits))
     np.testing.assert_array_equal(empty, np.flatnonzero(lengths == 0))
     assert len(single) == 8 and len(empty) >= 3
-    assert_entries_as_csc(columns, expected)
+    assert_entries_as_csc(columns, expected, values == "rows")
+    if values == "rows":  # empty rows' value is 0
+        assert np.all((row_values == 0) == (np.diff(X.indptr[lo:hi + 1]) == 0))
+
+
+def test_one_value_rows_finds_each_rows_value_or_none():
+    """Each row's one value (0 for an empty row); none as soon as one row, the last
+    included, holds two values, however alike, or in a block with an offset."""
+    indptr = np.array([0, 3, 3, 4, 6])
+    data = np.array([0.5, 0.5, 0.5, -2.0, 7.0, 7.0], np.float32)
+    np.testing.assert_array_equal(kernels.linear.one_value_rows(indptr, data),
+                                  [0.5, 0.0, -2.0, 7.0])
+    np.testing.assert_array_equal(kernels.linear.one_value_rows(indptr[1:], data),
+                                  [0.0, -2.0, 7.0])
+    for k in (2, 5):  # the first row's last entry, the last row's
+        other = data.copy()
+        other[k] = np.nextafter(other[k], np.float32(10))
+        assert kernels.linear.one_value_rows(indptr, other).shape == (0,)
+    assert kernels.linear.one_value_rows(np.zeros(3, np.int64), data).tolist() == [0.0, 0.0]
 
 
 def test_a_large_transpose_is_made_in_prefaulted_arrays():
@@ -425,7 +467,7 @@ def test_a_large_transpose_is_made_in_prefaulted_arrays():
     X = sp.random(3000, 400_000, density=1e-3, format="csr", random_state=rng,
                   dtype=np.float32)
     columns = kernels.transpose(X.indptr, X.indices, X.data, X.shape[1], 2)
-    single, single_rows, single_values, multi, multi_ptr, multi_rows, multi_values, _ = columns
+    single, single_rows, single_values, multi, multi_ptr, multi_rows, multi_values = columns[:7]
     assert multi_rows.nbytes >= _memory.PREFAULT_BYTES
     if hasattr(mmap, "MAP_POPULATE"):
         assert isinstance(multi_rows.base, memoryview) and multi_rows.flags.writeable
@@ -451,10 +493,18 @@ def by_length(columns, lengths, runs):
     return columns[np.lexsort((np.arange(len(columns)), classes, runs))]
 
 
-def assert_entries_as_csc(columns, expected):
+def assert_entries_as_csc(columns, expected, by_row):
     """The single and multi columns of ``columns`` (:func:`kernels.transpose`'s tuple) hold
-    the rows and values of those columns of ``expected`` (CSC, indices sorted)."""
-    single, single_rows, single_values, multi, multi_ptr, multi_rows, multi_values, _ = columns
+    the rows and values of those columns of ``expected`` (CSC, indices sorted): the values
+    in ``single_values`` and ``multi_values``, or, ``by_row``, in ``row_values`` alone,
+    those two empty."""
+    single, single_rows, single_values, multi, multi_ptr, multi_rows, multi_values, _, \
+        row_values = columns
+    if by_row:
+        assert len(single_values) == len(multi_values) == 0 and len(row_values) > 0
+        single_values, multi_values = row_values[single_rows], row_values[multi_rows]
+    else:
+        assert len(row_values) == 0
     np.testing.assert_array_equal(single_rows, expected.indices[expected.indptr[single]])
     np.testing.assert_array_equal(single_values, expected.data[expected.indptr[single]])
     assert multi_ptr[0] == 0
@@ -467,15 +517,17 @@ def assert_entries_as_csc(columns, expected):
                                       expected.data[entries])
 
 
+@pytest.mark.parametrize("values", VALUES)
 @pytest.mark.parametrize("n_parts", [1, 2, 3, 7])
-def test_column_kernels_equal_scipy(n_parts):
+def test_column_kernels_equal_scipy(n_parts, values):
     """X v, X^T u and (X.^2)^T u from the columns, with single, multiple and empty columns,
     in the variables' order and in the columns' own (``compact``, where X v may first make
-    v = z + beta v)."""
+    v = z + beta v), with values by entry and by row."""
     rng = np.random.default_rng(30)
     X = sp.random(60, 400, density=0.01, random_state=31, format="csr")  # many single
-    X = sp.hstack([X, sp.random(60, 20, density=0.5, random_state=32)]).tocsr()
+    X = valued(sp.hstack([X, sp.random(60, 20, density=0.5, random_state=32)]).tocsr(), values)
     columns = kernels.transpose(X.indptr, X.indices, X.data, X.shape[1], n_parts)
+    assert (len(columns[8]) > 0) == (values == "rows")
     assert min(len(columns[0]), len(columns[3]), len(columns[7])) > 10
     v, u, x = rng.standard_normal(X.shape[1]), rng.standard_normal(60), rng.standard_normal(421)
     np.testing.assert_allclose(kernels.column_products(columns, v, 60, n_parts), X @ v,
@@ -506,8 +558,9 @@ def test_column_kernels_equal_scipy(n_parts):
         assert dot_compact == pytest.approx(dot - x[columns[7]] @ out[columns[7]], rel=1e-12)
 
 
+@pytest.mark.parametrize("values", VALUES)
 @pytest.mark.parametrize("n_parts", [1, 2, 3, 7])
-def test_curved_columns_are_the_transpose_of_the_curved_rows(n_parts):
+def test_curved_columns_are_the_transpose_of_the_curved_rows(n_parts, values):
     """curved_columns keeps the entries of the rows with curvature: single columns so
     kept, in order, multi columns with any such entry (one or more) ordered by their
     entries left (in runs: each thread's range cut into SORT_CHUNK columns), the rest
@@ -518,8 +571,9 @@ def test_curved_columns_are_the_transpose_of_the_curved_rows(n_parts):
                    sp.random(80, 12000, density=0.04, random_state=45),  # > SORT_CHUNK multi
                    sp.random(80, 20, density=0.95, random_state=46),  # > LENGTH_CLASSES
                    sp.csr_matrix((80, 3))]).tocsr()
+    X = valued(X, values)
     columns = kernels.transpose(X.indptr, X.indices, X.data, X.shape[1], n_parts)
-    out = tuple(np.empty_like(a) for a in columns[:-1]) + (np.empty(X.shape[1], np.int64),)
+    out = tuple(np.empty_like(a) for a in columns[:7]) + (np.empty(X.shape[1], np.int64),)
     lengths = np.diff(X.tocsc().indptr)
     # the run of each of the transpose's multi columns
     bounds = kernels.linear.row_partition(columns[4], n_parts)
@@ -541,11 +595,12 @@ def test_curved_columns_are_the_transpose_of_the_curved_rows(n_parts):
         np.testing.assert_array_equal(multi, by_length(
             expected_multi, kept[expected_multi], [run_of[j] for j in expected_multi]))
         np.testing.assert_array_equal(np.sort(empty), np.flatnonzero(kept == 0))
-        assert_entries_as_csc(curved, expected)
+        assert_entries_as_csc(curved, expected, values == "rows")
 
 
+@pytest.mark.parametrize("values", VALUES)
 @pytest.mark.parametrize("shape", [(60, 400), (400, 60)], ids=["wide", "tall"])
-def test_newton_system_reads_the_curved_rows_columns(shape, monkeypatch):
+def test_newton_system_reads_the_curved_rows_columns(shape, values, monkeypatch):
     """Held data: the first Hessian product or (wide data) Newton system at a state copies
     the columns of its curved rows (at most 3/4 of the rows curved), a subsampled state's
     included, and the state's products read that copy. On wide data the system's vectors
@@ -560,6 +615,7 @@ def test_newton_system_reads_the_curved_rows_columns(shape, monkeypatch):
     monkeypatch.setattr(kernels, "curved_columns",
                         lambda *args: made.append(1) or real(*args))
     X, y = random_problem(n=shape[0], d=shape[1], density=0.02, seed=45)
+    X = valued(X, values)
     lam, bias = 1e-2, 1.5
     obj = SmoothSVMObjective(InMemorySource(X, y), "psi_g", lam=lam, sigma=2.0 ** -3,
                              fit_intercept=True, intercept_scaling=bias, hold=True)

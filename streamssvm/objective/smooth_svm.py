@@ -325,10 +325,10 @@ class SmoothSVMObjective:
         CG's vectors are live beside the held data: news20, TRON under a 700 MB cap, peak
         319 -> 363 MB with the copy)."""
         if self._curved_out is None:
-            size = sum(a.nbytes for a in columns[:-1]) + 8 * self.n_features
+            size = sum(a.nbytes for a in columns[:7]) + 8 * self.n_features
             if 4 * size > available_memory_bytes():
                 return False
-            self._curved_out = (tuple(np.empty_like(a) for a in columns[:-1])
+            self._curved_out = (tuple(np.empty_like(a) for a in columns[:7])
                                 + (np.empty(self.n_features, np.int64),))
         return True
 

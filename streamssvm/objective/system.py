@@ -64,7 +64,7 @@ class ColumnSystem(NewtonSystem):
         n_parts = objective.n_threads
         self.grad = np.empty(len(order))
         kernels.vector.gather(state.grad, order, self.grad, n_parts)
-        self.rest_norm2 = kernels.vector.gather(state.grad, columns[-1], None, n_parts)
+        self.rest_norm2 = kernels.vector.gather(state.grad, columns[7], None, n_parts)
         self.rest_curvature, self._scale, _ = objective._combination(objective.lam)
 
     def _sums(self, columns, v, squared, x):
