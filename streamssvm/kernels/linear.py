@@ -319,7 +319,7 @@ def transpose(indptr, indices, data, n_columns, n_parts, bucket_bits=13):
     if not 1 <= bucket_bits <= 16:  # a column's place in its bucket is a uint16
         raise ValueError(f"bucket_bits must be in 1..16, got {bucket_bits}")
     row_values = one_value_rows(indptr, data)
-    n_values = lambda n: 0 if row_values.shape[0] else n  # noqa: E731
+    by_row = row_values.shape[0] > 0
     bounds = row_partition(indptr, n_parts)
     n_buckets = (n_columns + (1 << bucket_bits) - 1) >> bucket_bits
     sizes = np.zeros((n_parts, n_buckets), np.int64)
@@ -331,7 +331,7 @@ def transpose(indptr, indices, data, n_columns, n_parts, bucket_bits=13):
     bucket_ptr = starts[::n_parts].copy()
     low = prefaulted(starts[-1], np.uint16)
     rows = prefaulted(starts[-1], np.int32)
-    values = prefaulted(n_values(starts[-1]), data.dtype)
+    values = prefaulted(0 if by_row else starts[-1], data.dtype)
     _into_buckets(indptr, indices, data, bounds, bucket_bits, fills, low, rows, values)
     del fills
     counts = np.zeros(n_columns, np.int32)
@@ -340,12 +340,11 @@ def transpose(indptr, indices, data, n_columns, n_parts, bucket_bits=13):
     np.cumsum(before, axis=0, out=before)
     n_single, n_multi, n_entries = (int(v) for v in before[-1])
     columns = (prefaulted(n_single, np.int64), prefaulted(n_single, np.int32),
-               prefaulted(n_values(n_single), data.dtype), prefaulted(n_multi, np.int64),
+               prefaulted(0 if by_row else n_single, data.dtype), prefaulted(n_multi, np.int64),
                prefaulted(n_multi + 1, np.int64), prefaulted(n_entries, np.int32),
-               prefaulted(n_values(n_entries), data.dtype),
+               prefaulted(0 if by_row else n_entries, data.dtype),
                prefaulted(n_columns - n_single - n_multi, np.int64))
-    _place(low, rows, values, row_values.shape[0] > 0, bucket_ptr, bucket_bits, counts, before,
-           *columns)
+    _place(low, rows, values, by_row, bucket_ptr, bucket_bits, counts, before, *columns)
     return columns + (row_values,)
 
 
