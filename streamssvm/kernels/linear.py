@@ -508,9 +508,8 @@ def curved_columns(columns, curvature, n_parts, out):
     out_empty[:n_empty] = empty
     _curved_place(single, single_rows, single_values, multi, multi_ptr, multi_rows,
                   multi_values, row_values.shape[0] > 0, curvature, bounds, counts, totals,
-                  n_empty, out_single,
-                  out_single_rows, out_single_values, out_multi, out_ptr, out_rows,
-                  out_values, out_empty)
+                  n_empty, out_single, out_single_rows, out_single_values, out_multi, out_ptr,
+                  out_rows, out_values, out_empty)
     n_single, n_multi, n_entries, n_dropped = (int(v) for v in totals[-1])
     out_ptr[n_multi] = n_entries
     return (out_single[:n_single], out_single_rows[:n_single], out_single_values[:n_single],
@@ -653,10 +652,11 @@ def column_products(columns, v, n_rows, n_parts, compact=False, z=None, beta=0.0
     on one thread took 23 ms by rows, 14 ms by columns as one CSC. ``compact``: v is in
     the columns' own order (:func:`column_order`), read in sequence; then, with ``z``, v
     is first made z + beta v in place (CG's next direction, written as it is read: no
-    sweep of its own; the intercept's entry, if any, is the caller's)."""
-    single, single_rows, single_values, multi, multi_ptr, multi_rows, multi_values = columns[:7]
-    row_values = columns[8]
-    by_row = row_values.shape[0] > 0  # sums of v, scaled by their row's value at the end
+    sweep of its own; the intercept's entry, if any, is the caller's). Values by row
+    (:func:`transpose`): each row's sum of v, times the row's value at the end."""
+    (single, single_rows, single_values, multi, multi_ptr, multi_rows, multi_values, _,
+     row_values) = columns
+    by_row = row_values.shape[0] > 0
     n_single = single.shape[0]
     bounds = row_partition(multi_ptr, n_parts)
     partial = np.zeros((n_parts, n_rows))
@@ -711,11 +711,11 @@ def column_sums(columns, v, squared, bias, x, lam, scale, n_parts, out, compact=
     written once (a gather: threads share nothing). Returns x.out, read off as ``out`` is
     written: for a Hessian product, CG's d.Hd without another read of both vectors
     (news20: 0.75 ms a CG step). ``compact``: x and out are in the columns' own order
-    (:func:`column_order`), without the empty columns, the intercept last."""
+    (:func:`column_order`), without the empty columns, the intercept last. Values by row
+    (:func:`transpose`): v times the rows' values (squared) first, then sums of it."""
     (single, single_rows, single_values, multi, multi_ptr, multi_rows, multi_values, empty,
      row_values) = columns
     by_row = row_values.shape[0] > 0
-    # by rows: x_ij (x_ij^2) v_i is row_values[i] (squared) v_i, made once; sums of it
     u = v
     if by_row:
         u = v * (row_values * row_values if squared else row_values)
