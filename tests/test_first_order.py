@@ -24,7 +24,7 @@ from streamssvm.losses import LOSS_NAMES, get_loss
 from streamssvm.objective import SmoothSVMObjective, smooth_svm
 from streamssvm.solvers import HESSIAN_PRODUCTS, SOLVERS, ConvergenceWarning, choose_solver, sdca
 from streamssvm.solvers.sdca import dual_objective
-from streamssvm.solvers.stochastic import per_sample_array
+from streamssvm._memory import per_sample_array
 
 from shared_data import load_shared
 

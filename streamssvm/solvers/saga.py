@@ -20,11 +20,12 @@ gradient", Mathematical Programming 162 (2017): the just-in-time sparse updates.
 
 import numpy as np
 
+from .._memory import per_sample_array
 from .._names import named
 from .._progress import closing_bars
 from ..kernels import stochastic as sk
 from .common import check_step
-from .stochastic import EpochRun, per_sample_array, saved_array
+from .stochastic import EpochRun, saved_array
 
 
 def step_size(objective, step, factor):

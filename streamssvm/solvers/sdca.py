@@ -63,10 +63,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numba
 import numpy as np
 
+from .._memory import per_sample_array
 from .._progress import closing_bars
 from ..kernels import stochastic as sk
 from .common import start_state
-from .stochastic import EpochRun, per_sample_array
+from .stochastic import EpochRun
 
 
 def _check(objective):

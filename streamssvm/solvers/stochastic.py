@@ -1,6 +1,6 @@
 """What the stochastic solvers (SGD, Pegasos, SVRG, SAGA, SDCA) share: epochs over shuffled
-blocks, the evaluation that gives them the same history and stopping rule as TRON, and
-per-sample state that lives on disk when it is large.
+blocks, and the evaluation that gives them the same history and stopping rule as TRON.
+(Their per-sample state lives on disk when it is large: ``_memory.per_sample_array``.)
 
 An epoch visits every row once: the blocks in a random order, the rows of each block in a
 random order (``objective.shuffled_blocks``), both drawn from one seeded numpy Generator,
@@ -10,33 +10,16 @@ the last) the objective is evaluated at the iterate (one more pass): the history
 threshold (see :func:`~streamssvm.solvers.common.stopping_threshold`).
 """
 
-import tempfile
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
 
-from .._memory import available_memory_bytes
 from .._progress import progress_bar
 from .._warn import warn
 from .common import (ConvergenceWarning, SolverResult, bar_label, check_max_seconds,
                      check_seed, start_state, stopping_threshold)
-
-
-def per_sample_array(n, memory_limit=None):
-    """A zeroed float64 array of shape (n,): in memory, or a file-backed ``np.memmap`` in a
-    deleted temporary file when 8 n bytes exceed ``memory_limit`` (default: an eighth of
-    the memory the process may still use)."""
-    if memory_limit is not None and not memory_limit >= 0:
-        raise ValueError(f"memory_limit must be >= 0 bytes or None, got {memory_limit}")
-    limit = available_memory_bytes() // 8 if memory_limit is None else memory_limit
-    if 8 * n <= limit:
-        return np.zeros(n)
-    with tempfile.NamedTemporaryFile(prefix="streamssvm-state-", suffix=".f64") as f:
-        f.truncate(8 * n)  # a sparse file of zeros
-        array = np.memmap(f.name, dtype=np.float64, mode="r+", shape=(n,))
-    return array  # the mapping outlives the unlinked file
 
 
 def saved_array(arrays, name, shape, damaged):

@@ -20,10 +20,11 @@ reduction", NIPS 2013.
 
 import numpy as np
 
+from .._memory import per_sample_array
 from .._progress import closing_bars
 from ..kernels import stochastic as sk
 from .saga import step_size
-from .stochastic import EpochRun, per_sample_array
+from .stochastic import EpochRun
 
 
 @closing_bars()
