@@ -8,6 +8,7 @@ for invariance: one block vs many uneven blocks, an in-memory source vs a real H
 
 import mmap
 import threading
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -20,6 +21,7 @@ from streamssvm.data import InMemorySource, Store
 from streamssvm.data import store
 from streamssvm.losses import get_loss
 from streamssvm.objective import SmoothSVMObjective, smooth_svm
+from streamssvm.solvers import ConvergenceWarning, newton, sdca, tron
 
 
 LOSSES = [
@@ -376,6 +378,44 @@ def test_store_passes_and_cached_curved_rows(tmp_path):
             results[cache, cache_bytes] = (state.f, state.grad, hv, diag)
         assert_same_oracle(results[True, None], results[False, None])
         assert_same_oracle(results[True, 0], results[False, None])
+
+
+def test_vectors_of_the_rows_go_to_files_when_they_would_not_fit(tmp_path, monkeypatch):
+    """Streamed from a store, a state's margins and curvature, and a subsampled state's
+    curvature, are files when 8 n bytes exceed an eighth of the memory left (the memory
+    measure is the one thing replaced here), holding what vectors in memory hold: TRON,
+    Newton with a subsampled Hessian and SDCA end where they end in memory, to the bit.
+    Held data keeps them in memory."""
+    X, y = random_problem(n=503, seed=24)
+    path = write_store(tmp_path / "data.h5", X, y, block_rows=40)
+
+    def oracle(store, hold=False):
+        return SmoothSVMObjective(store, "psi_g", lam=1e-2, sigma=0.125, hold=hold)
+
+    def runs(store):
+        obj = oracle(store)
+        state = obj.evaluate(point(obj))
+        sampled = obj.subsampled(state, 0.5, np.random.default_rng(3))
+        ws = [solver(oracle(store), tol=1e-6, max_iter=20, **options).w
+              for solver, options in ((tron, {}), (newton, dict(hessian_sample=0.5)),
+                                      (sdca, {}))]
+        return (state.margins, state.curvature, sampled.curvature), (state.f, state.grad, ws)
+
+    with Store(path) as store, warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        roomy = runs(store)
+        monkeypatch.setattr(_memory, "available_memory_bytes", lambda: 8 * 8 * 503 - 1)
+        tight = runs(store)
+        held = oracle(store, hold=True).evaluate(np.zeros(X.shape[1]))
+    assert not any(isinstance(v, np.memmap) for v in roomy[0])
+    assert all(isinstance(v, np.memmap) for v in tight[0])
+    assert not isinstance(held.margins, np.memmap)
+    for a, b in zip(roomy[0], tight[0]):
+        np.testing.assert_array_equal(a, b)
+    assert roomy[1][0] == tight[1][0]
+    np.testing.assert_array_equal(roomy[1][1], tight[1][1])
+    for a, b in zip(roomy[1][2], tight[1][2]):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_held_data_is_read_once_and_products_read_nothing(tmp_path):

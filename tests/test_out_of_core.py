@@ -34,21 +34,54 @@ np.save(sys.argv[2], result.w)
 """
 
 
-def make_store(path, seed=0, n_rows=ROWS):
+def make_store(path, seed=0, n_rows=ROWS, nnz_per_row=NNZ_PER_ROW, block_rows=BLOCK_ROWS):
     """Random sparse rows with labels from a hidden weight, written block by block."""
     rng = np.random.default_rng(seed)
     w_true = rng.standard_normal(FEATURES)
     with StoreWriter(path) as writer:
-        for start in range(0, n_rows, BLOCK_ROWS):
-            rows = min(BLOCK_ROWS, n_rows - start)
-            idx = np.sort(rng.integers(0, FEATURES, (rows, NNZ_PER_ROW), dtype=np.int32), axis=1)
+        for start in range(0, n_rows, block_rows):
+            rows = min(block_rows, n_rows - start)
+            idx = np.sort(rng.integers(0, FEATURES, (rows, nnz_per_row), dtype=np.int32), axis=1)
             keep = np.ones_like(idx, dtype=bool)
             keep[:, 1:] = idx[:, 1:] != idx[:, :-1]  # CSR rows hold distinct columns
-            val = rng.random((rows, NNZ_PER_ROW), dtype=np.float32)
+            val = rng.random((rows, nnz_per_row), dtype=np.float32)
             y = np.where((val * w_true[idx]).sum(1) + 0.5 * rng.standard_normal(rows) > 0, 1, -1)
             indptr = np.concatenate([[0], np.cumsum(keep.sum(1))]).astype(np.int32)
             writer.add_block(indptr, idx[keep], val[keep], y.astype(np.int8))
         writer.close(FEATURES, (-1.0, 1.0))
+
+
+def capped_tron(tmp_path, store):
+    """TRON's w after MAX_ITER iterations on ``store``, evicted, in a child under the cap
+    (its kernels compiled first, uncapped: numba takes about 300 MB to compile on a cold
+    cache, on a small store streamed as the big one is, hold=False; the capped run then
+    loads them, as a second run does). Skips where run-capped has no cgroup."""
+    make_store(tmp_path / "small.h5", n_rows=2 * BLOCK_ROWS)
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    subprocess.run([sys.executable, "-c", CHILD, str(tmp_path / "small.h5"),
+                    str(tmp_path / "small.npy"), "1"], check=True, env=env)
+    subprocess.run([str(BIN / "evict"), str(store)], check=True)
+    out = tmp_path / "w.npy"
+    proc = subprocess.run([str(BIN / "run-capped"), str(CAP_MB), sys.executable, "-c", CHILD,
+                           str(store), str(out), str(MAX_ITER)],
+                          capture_output=True, text=True, env=env)
+    if proc.returncode == 3:
+        pytest.skip("no writable memory cgroup for run-capped here")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    stats = dict(tok.split("=") for tok in proc.stderr.split() if tok.startswith(("peak_mb=", "oom_kills=")))
+    assert int(stats["oom_kills"]) == 0 and int(stats["peak_mb"]) <= CAP_MB
+    return np.load(out)
+
+
+def assert_trains_like_memory(store, got, block_rows=BLOCK_ROWS):
+    """``got`` is TRON's w after MAX_ITER iterations on the store's rows in memory."""
+    with Store(store) as s:
+        X, y = s.read_rows(0, s.n_samples)
+    source = InMemorySource(X, y, block_rows=block_rows)
+    with pytest.warns(ConvergenceWarning):  # MAX_ITER iterations, as in the child
+        expected = tron(SmoothSVMObjective(source, "psi_g", 1e-4, sigma=2.0 ** -3), tol=1e-12,
+                        max_iter=MAX_ITER).w
+    assert np.linalg.norm(got - expected) <= 1e-10 * np.linalg.norm(expected)
 
 
 @pytest.mark.skipif(not (BIN / "run-capped").exists(), reason="../shared/bin/run-capped not found")
@@ -57,32 +90,19 @@ def test_store_larger_than_the_memory_cap_trains_like_memory(tmp_path):
     make_store(store)
     size_mb = store.stat().st_size / 2 ** 20
     assert size_mb > 3 * CAP_MB
-    # numba compiles (about 300 MB on a cold cache) uncapped, on a small store streamed as
-    # the big one is (hold=False): the capped run then loads the kernels, as a second run
-    # does
-    make_store(tmp_path / "small.h5", n_rows=2 * BLOCK_ROWS)
-    subprocess.run([sys.executable, "-c", CHILD, str(tmp_path / "small.h5"),
-                    str(tmp_path / "small.npy"), "1"], check=True,
-                   env={**os.environ, "PYTHONWARNINGS": "ignore"})
-    subprocess.run([str(BIN / "evict"), str(store)], check=True)
-    out = tmp_path / "w.npy"
-    proc = subprocess.run([str(BIN / "run-capped"), str(CAP_MB), sys.executable, "-c", CHILD,
-                           str(store), str(out), str(MAX_ITER)],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
-    if proc.returncode == 3:
-        pytest.skip("no writable memory cgroup for run-capped here")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    stats = dict(tok.split("=") for tok in proc.stderr.split() if tok.startswith(("peak_mb=", "oom_kills=")))
-    assert int(stats["oom_kills"]) == 0 and int(stats["peak_mb"]) <= CAP_MB
+    assert_trains_like_memory(store, capped_tron(tmp_path, store))
 
-    with Store(store) as s:
-        X, y = s.read_rows(0, s.n_samples)
-    source = InMemorySource(X, y, block_rows=BLOCK_ROWS)
-    with pytest.warns(ConvergenceWarning):  # MAX_ITER iterations, as in the child
-        expected = tron(SmoothSVMObjective(source, "psi_g", 1e-4, sigma=2.0 ** -3), tol=1e-12,
-                        max_iter=MAX_ITER).w
-    got = np.load(out)
-    assert np.linalg.norm(got - expected) <= 1e-10 * np.linalg.norm(expected)
+
+@pytest.mark.skipif(not (BIN / "run-capped").exists(), reason="../shared/bin/run-capped not found")
+def test_rows_whose_vectors_outgrow_the_cap_train_like_memory(tmp_path):
+    """Many rows of two nonzeros: TRON's vectors of the rows (margins and curvature of the
+    point and the trial, 80 MB each) do not fit in the cap; they go to
+    files (``per_sample_array``), and the run ends as in memory, where it was killed."""
+    store = tmp_path / "tall.h5"
+    rows = 10_000_000
+    make_store(store, n_rows=rows, nnz_per_row=2, block_rows=200_000)
+    assert 4 * 8 * rows > CAP_MB * 2 ** 20
+    assert_trains_like_memory(store, capped_tron(tmp_path, store), block_rows=200_000)
 
 
 READER = """

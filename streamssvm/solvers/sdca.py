@@ -87,6 +87,11 @@ def dual_objective(objective, dual, w):
     return loss - 0.5 * objective.lam * float(w @ w)
 
 
+def dual_at_zero(objective):
+    """D(0) = -psi*(0) (w(0) = 0), without a vector of the rows."""
+    return sk.dual_loss_sum(np.zeros(1), *objective.loss_args)
+
+
 @closing_bars()
 def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=100,
          gap_tol=None, inner_epochs=1, seed=0, eval_every=2, shrinking=True, overlap=True,
@@ -171,8 +176,7 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
             sk.slopes_of_margins(run.state.margins, *objective.loss_args, dual)
             dual *= -1.0
             w = run.state.w - run.state.grad / objective.lam
-            at_zero = dual_objective(objective, np.zeros(dual.shape), np.zeros(0))
-            if dual_objective(objective, dual, w) < at_zero:
+            if dual_objective(objective, dual, w) < dual_at_zero(objective):
                 dual[:], w[:] = 0.0, 0.0
         scale = 1.0 / (objective.lam * objective.n_samples)
         slopes = _slopes(objective.loss)
@@ -271,8 +275,7 @@ def _start(objective):
     gap (alpha = 0), for :class:`EpochRun`'s ``start``."""
     objective.columns_made()
     state, grad0_norm = start_state(objective, None, curved=False)
-    gap = state.f - dual_objective(objective, np.zeros(objective.n_samples),
-                                   np.zeros(objective.n_features))
+    gap = state.f - dual_at_zero(objective)
     return state, grad0_norm, dict(gap=gap)
 
 
