@@ -483,20 +483,21 @@ def test_transpose_of_a_block_with_an_offset(n_parts, bucket_bits, values):
         assert np.all((row_values == 0) == (np.diff(X.indptr[lo:hi + 1]) == 0))
 
 
-def test_one_value_rows_finds_each_rows_value_or_none():
-    """Each row's one value (0 for an empty row); none as soon as one row, the last
-    included, holds two values, however alike, or in a block with an offset."""
+def test_transpose_keeps_values_by_row_only_where_each_row_holds_one():
+    """Each row's one value (0 for an empty row), also from a block with an offset; values
+    by entry as soon as one row, the last included, holds two, however alike."""
     indptr = np.array([0, 3, 3, 4, 6])
+    indices = np.array([0, 1, 2, 1, 0, 2], np.int32)
     data = np.array([0.5, 0.5, 0.5, -2.0, 7.0, 7.0], np.float32)
-    np.testing.assert_array_equal(kernels.linear.one_value_rows(indptr, data),
+    np.testing.assert_array_equal(kernels.transpose(indptr, indices, data, 3, 2)[8],
                                   [0.5, 0.0, -2.0, 7.0])
-    np.testing.assert_array_equal(kernels.linear.one_value_rows(indptr[1:], data),
+    np.testing.assert_array_equal(kernels.transpose(indptr[1:], indices, data, 3, 2)[8],
                                   [0.0, -2.0, 7.0])
     for k in (2, 5):  # the first row's last entry, the last row's
         other = data.copy()
         other[k] = np.nextafter(other[k], np.float32(10))
-        assert kernels.linear.one_value_rows(indptr, other).shape == (0,)
-    assert kernels.linear.one_value_rows(np.zeros(3, np.int64), data).tolist() == [0.0, 0.0]
+        columns = kernels.transpose(indptr, indices, other, 3, 2)
+        assert columns[8].shape == (0,) and len(columns[2]) + len(columns[6]) == 6
 
 
 def test_a_large_transpose_is_made_in_prefaulted_arrays():
