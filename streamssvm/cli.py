@@ -304,8 +304,7 @@ def _add_train(subparsers):
     p.add_argument("--average", action="store_true", default=None,
                    help="sgd / pegasos: averaged iterate")
     p.add_argument("--delay", type=_checked(lambda value: check_delay_and_hogwild(value, False),
-                                            "an integer >= 0", int),
-                   metavar="K",
+                                            "an integer >= 0", int), metavar="K",
                    help="sgd: updates delayed by up to K - 1 steps, on two threads (on "
                         "news20, K = 16 reached serial SGD's objectives); 0 (default): "
                         "serial SGD")
