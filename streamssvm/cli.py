@@ -119,8 +119,13 @@ def _add_convert(subparsers):
     blocks.add_argument("--block-rows", type=block_size, metavar="N", help="rows per block")
     blocks.add_argument("--block-nnz", type=block_size, metavar="N", default=1 << 19,
                         help="end a block at the row reaching N nonzeros (default %(default)s)")
-    p.add_argument("--compression", choices=("none", "gzip", "lzf"), default="none",
-                   help="HDF5 compression of the blocks (default none)")
+    p.add_argument("--compression", choices=("none", "gzip", "lzf", "blosc-lz4", "blosc-zstd"),
+                   default="none",
+                   help="HDF5 compression of the blocks (default none: on a fast disk a pass "
+                        "is faster without); blosc-*, for slow disks, need hdf5plugin (pip "
+                        "install 'streamssvm[blosc]') to write and to read")
+    p.add_argument("--compression-level", type=int, choices=range(1, 10), metavar="N",
+                   help="gzip or blosc level, 1..9 (default 4 for gzip, 5 for blosc)")
     p.add_argument("--fletcher32", action="store_true",
                    help="also store HDF5's Fletcher-32 checksums, for other HDF5 readers (our "
                         "own, verified on every read, are always written)")
@@ -137,12 +142,16 @@ def cmd_convert(args):
     from .data.convert import convert_svmlight
 
     zero_based = {"auto": "auto", "yes": True, "no": False}[args.zero_based]
+    if args.compression_level is not None and args.compression in ("none", "lzf"):
+        raise ValueError(f"--compression-level is for gzip and blosc compression, not "
+                         f"--compression {args.compression}")
     summary = convert_svmlight(
         args.input, args.output, n_features=args.n_features, zero_based=zero_based,
         like=args.like, multiclass=args.multiclass,
         value_dtype="float64" if args.float64 else "float32",
         block_rows=args.block_rows, block_nnz=args.block_nnz,
         compression=None if args.compression == "none" else args.compression,
+        compression_level=args.compression_level,
         fletcher32=args.fletcher32, encoding=args.encoding, overwrite=args.overwrite,
         progress=not args.quiet)
     if not args.quiet:
@@ -172,7 +181,7 @@ def cmd_info(args):
         density = f"{100 * store.nnz / cells:.4g}%" if cells else "n/a"
         options = meta["options"]
         compression = options.get("compression") or "none"
-        if compression == "gzip" and options.get("compression_level"):
+        if options.get("compression_level"):
             compression += f" (level {options['compression_level']})"
         created = meta.get("created", "")
         lines = [

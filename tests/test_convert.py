@@ -524,6 +524,17 @@ def test_cli_convert_and_info(tmp_path, write_text, python, python_env, capsys):
     assert info["source sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
     assert "created" in info and info["size on disk"].endswith(f"({out.stat().st_size:,} bytes)")
 
+    r = run_cli(python, python_env, "convert", src, out, "--compression", "blosc-zstd",
+                "--compression-level", "7", "--overwrite", "--quiet")
+    assert r.returncode == 0, r.stderr
+    r = run_cli(python, python_env, "info", out)
+    assert "\ncompression    blosc-zstd (level 7)\n" in r.stdout
+    r = run_cli(python, python_env, "convert", src, out, "--compression", "lzf",
+                "--compression-level", "3", "--overwrite", "--quiet")
+    assert r.returncode == 1 and r.stderr == ("streamssvm: error: --compression-level is for "
+                                              "gzip and blosc compression, not --compression "
+                                              "lzf\n")
+
     # again, in process: refused without --overwrite, with one line on stderr
     assert main(["convert", str(src), str(out)]) == 1
     err = capsys.readouterr().err

@@ -298,7 +298,7 @@ def test_one_block_equals_many_blocks_on_a9a():
 
 
 @pytest.mark.parametrize("hold", HOLDS)
-@pytest.mark.parametrize("compression", [None, "gzip"])
+@pytest.mark.parametrize("compression", [None, "gzip", "blosc-lz4"])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("bias", INTERCEPTS)
 def test_store_file_equals_in_memory_source(tmp_path, compression, dtype, bias, hold):

@@ -158,7 +158,7 @@ def test_random_flips_are_detected_or_harmless(store_path, capsys):
 
 
 
-@pytest.mark.parametrize("compression", ["gzip", "lzf"])
+@pytest.mark.parametrize("compression", ["gzip", "lzf", "blosc-lz4"])
 def test_flips_in_compressed_data_are_blamed_on_their_dataset(tmp_path, make_svmlight,
                                                               compression):
     """A flip in a compressed dataset can make its filter fail (not its checksum): the error

@@ -222,9 +222,10 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
         ``block_nnz`` nonzeros (as :func:`block_offsets_by_nnz` cuts an in-memory matrix),
         or after ``max(block_nnz, 65536)`` rows if rows are nearly empty.
     block_nnz : int
-    compression : {None, "gzip", "lzf"}
+    compression : {None, "gzip", "lzf", "blosc-lz4", "blosc-zstd"}
+        Blosc needs hdf5plugin (``pip install 'streamssvm[blosc]'``), to write and to read.
     compression_level : int, optional
-        gzip level, 1-9.
+        gzip or Blosc level, 1-9.
     fletcher32 : bool
         Also store HDF5's Fletcher-32 checksums (the store's own checksums, verified on
         every read, are always written).
