@@ -3,25 +3,32 @@
 
 For one svmlight file, prints:
   (a) for each encoding the converter writes (float32 / float64 values; no compression,
-      lzf, gzip levels 1 and 4): the store's size, bytes per nonzero, and the seconds of one
-      pass (loss and gradient) warm (page cache) and cold (evicted first), median of --repeats;
+      lzf, gzip levels 1 and 4, Blosc's lz4 and zstd): the store's size, bytes per nonzero,
+      and the seconds of one pass (loss and gradient) warm (page cache) and cold (evicted
+      first), median of --repeats;
   (b) encodings the format does not have, measured on the data instead of built: values as
       float16 (the largest relative error, and the change of TRON's objective and test
       accuracy when training on the rounded values), and the column indices as LEB128
       varints (the bytes they would take, against the lean encoding's 16-bit gaps);
-  (c) with --ooc-store (a plain store, repeatable): out of core, the seconds of a pass
-      over it and over its lean twin (written beside it), each evicted and run under a
-      memory cap (--cap-mb), alternating, with the disk's read rate measured in the same
-      run; --binary also makes each store's binary twin (every row's values replaced by
+  (c) with --ooc-store (a plain store, repeatable; --ooc-blocks: its first N blocks): out
+      of core, the seconds of a pass over it and over its twins written beside it (lean,
+      and plain and lean with each --compression), each evicted and run under a memory cap
+      (--cap-mb), alternating, with the disk's read rate measured in the same run; with
+      --disk-mbps again with the disk's reads limited to those rates, as on a slower disk;
+      --binary also makes each store's binary twin (every row's values replaced by
       1 / sqrt(its length), as news20's), whose lean twin keeps one value per row.
 
 Example:
     python tools/bench_encodings.py bench-data/news20.train.svm --test bench-data/news20.test.svm
     python tools/bench_encodings.py bench-data/news20.train.svm --sections c \
         --ooc-store bench-data/synth-4G.h5 --binary --cap-mb 500
+    python tools/bench_encodings.py bench-data/news20.train.svm --sections c \
+        --ooc-store bench-data/ooc-4g.h5 --ooc-blocks 240 --cap-mb 300 \
+        --compression blosc-lz4,blosc-zstd --disk-mbps 0,500,250
 """
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
@@ -36,14 +43,15 @@ sys.path.insert(0, ROOT)
 from bench_tron import _READ, run_capped  # noqa: E402
 from tool_args import existing_file, existing_store  # noqa: E402
 from streamssvm import convert_svmlight, train_stream  # noqa: E402
-from streamssvm.data import Store, StoreWriter, write_store  # noqa: E402
+from streamssvm.data import RowSubset, Store, StoreWriter, write_store  # noqa: E402
 from streamssvm.objective import SmoothSVMObjective  # noqa: E402
 
 BIN = os.path.join(os.path.dirname(ROOT), "shared", "bin")
-ENCODINGS = [("float32", None, None, "plain"), ("float64", None, None, "plain"),
-             ("float32", "lzf", None, "plain"), ("float32", "gzip", 1, "plain"),
-             ("float32", "gzip", 4, "plain"), ("float32", None, None, "lean"),
-             ("float32", "lzf", None, "lean")]
+ENCODINGS = [("float32", None, None, "plain"), ("float32", None, None, "lean"),
+             ("float64", None, None, "plain"), ("float32", "lzf", None, "plain"),
+             ("float32", "gzip", 1, "plain"), ("float32", "gzip", 4, "plain"),
+             ("float32", "lzf", None, "lean"), ("float32", "blosc-lz4", None, "plain"),
+             ("float32", "blosc-lz4", None, "lean"), ("float32", "blosc-zstd", None, "lean")]
 
 
 def pass_seconds(path, cold, repeats):
@@ -129,14 +137,15 @@ def section_unbuilt(args, tmp):
 
 
 _PASSES = r"""
-import sys, time, numpy as np
+import subprocess, sys, time, numpy as np
 from streamssvm.data import Store
 from streamssvm.objective import SmoothSVMObjective
 with Store(sys.argv[1]) as store:
     obj = SmoothSVMObjective(store, "psi_g", 1e-5, sigma=0.125, cache_curved=False, hold=False)
     w = np.zeros(obj.n_variables)
     times = []
-    for _ in range(int(sys.argv[2])):
+    for _ in range(int(sys.argv[2])):  # each pass cold, also where the store fits the cap
+        subprocess.run([sys.argv[3], sys.argv[1]], check=True)
         start = time.perf_counter(); obj.value(w); times.append(time.perf_counter() - start)
 print(min(times))
 """
@@ -153,45 +162,109 @@ def binary_twin(path, out):
     return out
 
 
+def disk_of(path):
+    """``major:minor`` of the disk holding ``path`` (of the whole disk, for a partition)."""
+    dev = os.stat(path).st_dev
+    block = os.path.realpath(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
+    if os.path.exists(os.path.join(block, "partition")):
+        block = os.path.dirname(block)
+    with open(os.path.join(block, "dev")) as fh:
+        return fh.read().strip()
+
+
+@contextlib.contextmanager
+def throttled(path, mb_per_s):
+    """Reads of this process and its children from the disk of ``path`` limited to
+    ``mb_per_s`` MB/s (a slower disk: a cloud volume, a network filesystem), by a cgroup v1
+    blkio throttle; 0: no limit. Yields False (and limits nothing) where no such cgroup
+    can be made."""
+    if not mb_per_s:
+        yield True
+        return
+    root = "/sys/fs/cgroup/blkio"
+    group = os.path.join(root, f"bench-encodings-{os.getpid()}")
+    try:
+        os.mkdir(group)
+    except OSError:
+        yield False
+        return
+    try:
+        with open(os.path.join(group, "blkio.throttle.read_bps_device"), "w") as fh:
+            fh.write(f"{disk_of(path)} {int(mb_per_s * 1e6)}")
+        with open(os.path.join(group, "cgroup.procs"), "w") as fh:
+            fh.write(str(os.getpid()))
+        yield True
+    finally:
+        with open(os.path.join(root, "cgroup.procs"), "w") as fh:
+            fh.write(str(os.getpid()))
+        os.rmdir(group)
+
+
 def section_out_of_core(args):
     print(f"\n(c) out of core: a loss pass, evicted, under a {args.cap_mb} MB cap; best of "
-          f"{args.repeats} passes in each of {args.rounds} alternating rounds")
-    print(f"{'store':<34}{'GB':>7}{'B/nnz':>7}{'pass s':>9}{'GB/s':>7}{'x disk':>8}"
-          f"{'x plain':>9}")
+          f"{args.repeats} passes (each evicted) in each of {args.rounds} alternating rounds")
+    variants = [("lean", None)] + [(encoding, compression) for compression in args.compression
+                                   for encoding in ("plain", "lean")]
     made = []
     try:
-        for plain in args.ooc_store:
-            twins = [plain]
+        for store in args.ooc_store:
+            if args.ooc_blocks:
+                made.append(first_blocks(store, args.ooc_blocks))
+                store = made[-1]
+            twins = [store]
             if args.binary:
-                twins.append(binary_twin(plain, plain[:-3] + "-binary.h5"))
+                twins.append(binary_twin(store, store[:-3] + "-binary.h5"))
                 made.append(twins[-1])
-            for path in twins:
-                lean = path[:-3] + "-lean.h5"
-                with Store(path) as store:
-                    write_store(lean, store, encoding="lean", overwrite=True)
-                    nnz = store.nnz
-                made.append(lean)
-                compare_passes(args, path, lean, nnz)
+            for plain in twins:
+                stores = [plain]
+                for encoding, compression in variants:
+                    stores.append(f"{plain[:-3]}-{encoding}-{compression or 'none'}.h5")
+                    with Store(plain) as source:
+                        write_store(stores[-1], source, encoding=encoding,
+                                    compression=compression, overwrite=True)
+                        nnz = source.nnz
+                    made.append(stores[-1])
+                for rate in args.disk_mbps:
+                    with throttled(plain, rate) as done:
+                        if not done:
+                            print(f"  reads cannot be limited to {rate} MB/s here (no "
+                                  f"writable blkio cgroup): skipped")
+                            continue
+                        compare_passes(args, stores, nnz, rate)
     finally:
         for path in made:
             os.unlink(path)
 
 
-def compare_passes(args, plain, lean, nnz):
-    """Print the best pass of each store over ``args.rounds`` alternating capped rounds."""
-    best = {plain: [], lean: []}
+def first_blocks(store, n_blocks):
+    """A plain copy of the first ``n_blocks`` blocks of ``store``, beside it."""
+    out = f"{store[:-3]}-first{n_blocks}.h5"
+    with Store(store) as source:
+        rows = np.arange(source.row_offsets[min(n_blocks, source.n_blocks)])
+        write_store(out, RowSubset(source, rows), encoding="plain", overwrite=True)
+    return out
+
+
+def compare_passes(args, stores, nnz, rate):
+    """Print the best pass over each store in ``args.rounds`` alternating capped rounds, and
+    the disk's rate in the same run (``rate``: the limit put on it, 0 none)."""
+    best = {path: [] for path in stores}
     for _ in range(args.rounds):
-        for path in (plain, lean):
+        for path in stores:
             subprocess.run([os.path.join(BIN, "evict"), path], check=True)
-            best[path].append(float(run_capped(args.cap_mb, _PASSES, path, args.repeats)[0]))
-    subprocess.run([os.path.join(BIN, "evict"), plain], check=True)
-    disk = float(run_capped(args.cap_mb, _READ, plain)[0])
-    for path in (plain, lean):
+            best[path].append(float(run_capped(args.cap_mb, _PASSES, path, args.repeats,
+                                               os.path.join(BIN, "evict"))[0]))
+    subprocess.run([os.path.join(BIN, "evict"), stores[0]], check=True)
+    disk = float(run_capped(args.cap_mb, _READ, stores[0])[0])
+    print(f"disk read rate {disk / 1e9:.2f} GB/s (the first store, evicted, same cap"
+          f"{f'; reads limited to {rate} MB/s' if rate else ''})")
+    print(f"  {'store':<44}{'GB':>6}{'B/nnz':>7}{'pass s':>8}{'GB/s':>7}{'x disk':>8}"
+          f"{'x first':>9}")
+    for path in stores:
         size, seconds = os.path.getsize(path), min(best[path])
-        print(f"{os.path.basename(path):<34}{size / 1e9:>7.2f}{size / nnz:>7.2f}{seconds:>9.2f}"
-              f"{size / seconds / 1e9:>7.2f}{size / seconds / disk:>8.2f}"
-              f"{seconds / min(best[plain]):>9.2f}")
-    print(f"  disk read rate {disk / 1e9:.2f} GB/s (the plain store, evicted, same cap)")
+        print(f"  {os.path.basename(path):<44}{size / 1e9:>6.2f}{size / nnz:>7.2f}"
+              f"{seconds:>8.2f}{size / seconds / 1e9:>7.2f}{size / seconds / disk:>8.2f}"
+              f"{seconds / min(best[stores[0]]):>9.2f}")
 
 
 def main(argv=None):
@@ -203,6 +276,13 @@ def main(argv=None):
     p.add_argument("--ooc-store", action="append", default=[], type=existing_store,
                    help="a plain store for (c) (repeatable)")
     p.add_argument("--binary", action="store_true", help="(c) also on binary twins")
+    p.add_argument("--ooc-blocks", type=int, help="(c) only the store's first N blocks")
+    p.add_argument("--compression", type=lambda t: t.split(","), default=[],
+                   help="(c) also twins with these compressions (comma-separated), plain "
+                        "and lean")
+    p.add_argument("--disk-mbps", type=lambda t: [int(r) for r in t.split(",")], default=[0],
+                   help="(c) repeat with the disk's reads limited to these MB/s (0: as it "
+                        "is; cgroup v1 blkio, as root)")
     p.add_argument("--cap-mb", type=int, default=500)
     p.add_argument("--rounds", type=int, default=2)
     args = p.parse_args(argv)
