@@ -9,6 +9,8 @@ import tempfile
 
 import numpy as np
 
+from ._warn import warn
+
 # arrays from this size on are made by :func:`prefaulted` with their pages
 PREFAULT_BYTES = 4 << 20
 
@@ -134,6 +136,28 @@ def available_memory_bytes():
     return free
 
 
+_memory_folder_warned = False  # per_sample_array's warning, given once
+
+
+def in_memory_filesystem(path):
+    """Whether ``path`` lies on a filesystem held in memory (tmpfs, ramfs), by the mount
+    table (False where there is none to read)."""
+    try:
+        with open("/proc/self/mounts") as fh:
+            mounts = [line.split()[1:3] for line in fh]
+    except OSError:
+        return False
+    path = os.path.realpath(path)
+    kinds = {point.replace("\\040", " "): kind for point, kind in mounts}  # the last mount wins
+    while True:
+        if path in kinds:
+            return kinds[path] in ("tmpfs", "ramfs")
+        parent = os.path.dirname(path)
+        if parent == path:
+            return False
+        path = parent
+
+
 def per_sample_array(n, memory_limit=None):
     """A zeroed float64 array of shape (n,): in memory, or a file-backed ``np.memmap`` in a
     deleted temporary file when 8 n bytes exceed ``memory_limit`` (default: an eighth of
@@ -145,6 +169,13 @@ def per_sample_array(n, memory_limit=None):
     limit = available_memory_bytes() // 8 if memory_limit is None else memory_limit
     if 8 * n <= limit:
         return np.zeros(n)
+    global _memory_folder_warned
+    folder = tempfile.gettempdir()
+    if not _memory_folder_warned and in_memory_filesystem(folder):
+        _memory_folder_warned = True
+        warn(f"vectors of the rows ({8 * n / 2 ** 20:.0f} MiB each) go to files in {folder}, "
+             f"which is held in memory (tmpfs): they take the memory they were to spare; "
+             f"set TMPDIR to a folder on disk", RuntimeWarning)
     with tempfile.NamedTemporaryFile(prefix="streamssvm-state-", suffix=".f64") as f:
         f.truncate(8 * n)  # a sparse file of zeros
         array = np.memmap(f.name, dtype=np.float64, mode="r+", shape=(n,))

@@ -182,3 +182,32 @@ def test_memory_freed_is_kept_when_there_is_room():
     if free_mb < 16 * 200:
         pytest.skip(f"{free_mb} MB free: 150 MB held free is a noticeable part of it")
     assert after >= before - 20
+
+
+def test_vectors_of_the_rows_in_a_folder_held_in_memory_are_warned_of_once(monkeypatch,
+                                                                           tmp_path):
+    """Their files are to spare memory: in a tmpfs (/tmp on some systems) they take it, and
+    the user is told to set TMPDIR; once a process, and not for a folder on disk."""
+    import tempfile
+    import warnings
+
+    from streamssvm import _memory
+
+    if not _memory.in_memory_filesystem("/dev/shm"):
+        pytest.skip("no tmpfs at /dev/shm")
+    assert _memory.in_memory_filesystem("/dev/shm/a/folder/not/made")
+    assert not _memory.in_memory_filesystem("/proc")
+    monkeypatch.setattr(_memory, "_memory_folder_warned", False)
+    monkeypatch.setattr(tempfile, "tempdir", "/dev/shm")  # as TMPDIR=/dev/shm
+    with pytest.warns(RuntimeWarning, match=r"vectors of the rows \(0 MiB each\) go to files "
+                      r"in /dev/shm, which is held in memory \(tmpfs\): .* set TMPDIR"):
+        assert isinstance(_memory.per_sample_array(10, memory_limit=0), np.memmap)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _memory.per_sample_array(10, memory_limit=0)  # told once
+        on_disk = next((p for p in (tmp_path, Path(__file__).parent)
+                        if not _memory.in_memory_filesystem(p)), None)
+        if on_disk is not None:
+            monkeypatch.setattr(_memory, "_memory_folder_warned", False)
+            monkeypatch.setattr(tempfile, "tempdir", str(on_disk))
+            assert isinstance(_memory.per_sample_array(10, memory_limit=0), np.memmap)
