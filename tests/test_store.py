@@ -204,7 +204,8 @@ def test_blosc_without_hdf5plugin_is_refused_with_the_store_named(tmp_path, rng,
     out = tmp_path / "new.h5"
     code = ("import sys; sys.modules['hdf5plugin'] = None\n"  # as where it is not installed
             "from streamssvm.cli import main; sys.exit(main(sys.argv[1:]))")
-    for args, named in ((["info", packed], packed), (["train", packed, "-o", tmp_path / "m.npz"], packed),
+    for args, named in ((["info", packed], packed),
+                        (["train", packed, "-o", tmp_path / "m.npz"], packed),
                         (["convert", src, out, "--compression", "blosc-zstd"], out)):
         r = subprocess.run([python, "-c", code, *map(str, args)], env=python_env,
                            capture_output=True, text=True, timeout=120)
@@ -215,9 +216,10 @@ def test_blosc_without_hdf5plugin_is_refused_with_the_store_named(tmp_path, rng,
     assert sorted(os.listdir(tmp_path)) == ["blosc.h5", "t.svm"]
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads Linux's /proc")
 def test_a_pass_over_a_blosc_store_keeps_its_memory(tmp_path, python, python_env):
     """HDF5's free lists kept what every block read through the Blosc filter had used (a
-    pass over 96 MB of blocks grew by 36-38 MB; now 5-11 MB)."""
+    pass over these 94 MB of blocks grew the process by 37-41 MB; now by 6-9 MB)."""
     rng = np.random.default_rng(5)
     path = tmp_path / "blosc.h5"
     with StoreWriter(path, compression="blosc-lz4") as writer:
