@@ -183,6 +183,22 @@ def test_damaged_gaps_are_refused_naming_the_block_and_row(pair, tmp_path, chang
             store.read_block(2)
 
 
+def test_a_layout_of_more_gaps_than_four_words_a_nonzero_is_refused(pair, tmp_path):
+    """/layout bounds a block's gaps by 4 words a nonzero (a far gap's): reads size their
+    buffers by it, and a compressed store's file may be smaller than its lengths."""
+    paths, offsets, indptr = pair
+    bad = tmp_path / "bad.h5"
+    shutil.copy(paths["lean"], bad)
+    nnz = int(indptr[offsets[3]] - indptr[offsets[2]])
+    with h5py.File(bad, "r+") as f:
+        table = f["layout"][...]
+        table[2, 1, 1] = 4 * nnz + 1
+        f["layout"][...] = table
+        f["layout"].attrs["checksum"] = checksum(table)
+    with pytest.raises(StoreError, match=rf"{bad}: metadata: layout: the datasets of block 2 "):
+        Store(bad)
+
+
 @pytest.mark.parametrize("layout", ["recorded", "none"])
 def test_damaged_lean_blocks_fail_their_checksum_or_shape(pair, tmp_path, layout):
     """A row_data one value short: /layout recording it is refused when the store is
