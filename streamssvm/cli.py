@@ -26,7 +26,7 @@ from . import __version__
 from ._atomic import NO_ROOM, OPEN_ERRORS, atomic_output, check_output
 from ._interrupt import interrupts_after_compiling
 from ._names import options_named
-from .data.store import INT32_MAX, Store, StoreError
+from .data.store import COMPRESSIONS, INT32_MAX, LEVELLED, Store, StoreError
 from .data.svmlight import SvmlightFormatError, check_block_size, check_n_features
 from .losses.registry import check_width, parse_number
 from .multiclass import check_class_weights
@@ -119,8 +119,7 @@ def _add_convert(subparsers):
     blocks.add_argument("--block-rows", type=block_size, metavar="N", help="rows per block")
     blocks.add_argument("--block-nnz", type=block_size, metavar="N", default=1 << 19,
                         help="end a block at the row reaching N nonzeros (default %(default)s)")
-    p.add_argument("--compression", choices=("none", "gzip", "lzf", "blosc-lz4", "blosc-zstd"),
-                   default="none",
+    p.add_argument("--compression", choices=("none", *COMPRESSIONS[1:]), default="none",
                    help="HDF5 compression of the blocks (default none: on a fast disk a pass "
                         "is faster without); blosc-*, for slow disks, need hdf5plugin (pip "
                         "install 'streamssvm[blosc]') to write and to read")
@@ -142,7 +141,7 @@ def cmd_convert(args):
     from .data.convert import convert_svmlight
 
     zero_based = {"auto": "auto", "yes": True, "no": False}[args.zero_based]
-    if args.compression_level is not None and args.compression in ("none", "lzf"):
+    if args.compression_level is not None and args.compression not in LEVELLED:
         raise ValueError(f"--compression-level is for gzip and blosc compression, not "
                          f"--compression {args.compression}")
     summary = convert_svmlight(

@@ -22,6 +22,7 @@ MULTICLASS_VERSION = 2  # more than two classes: class-index labels, ``class_cou
 LEAN_VERSION = 3  # blocks may hold ``gaps`` and ``row_data`` (any number of classes)
 BLOSC = {"blosc-lz4": "lz4", "blosc-zstd": "zstd"}  # compression: Blosc's codec (hdf5plugin)
 COMPRESSIONS = (None, "gzip", "lzf", *BLOSC)
+LEVELLED = ("gzip", *BLOSC)  # the compressions that take a level
 ENCODINGS = ("auto", "plain", "lean")
 _PREFETCH = 2  # blocks read ahead of the one being used
 BLOCK_DATASETS = ("indptr", "indices", "data", "y")  # their order in a row of /checksums
@@ -193,7 +194,7 @@ class StoreWriter:
         if compression not in COMPRESSIONS:
             raise ValueError(f"compression must be one of {COMPRESSIONS}, got {compression!r}")
         if compression_level is not None and not (
-                compression in ("gzip", *BLOSC) and compression_level in range(1, 10)):
+                compression in LEVELLED and compression_level in range(1, 10)):
             raise ValueError(f"compression_level must be 1..9 with gzip or Blosc compression, "
                              f"got {compression_level!r} with {compression!r}")
         self.path = os.fspath(path)
@@ -201,7 +202,7 @@ class StoreWriter:
                 np.float32, np.float64):
             raise ValueError(f"value_dtype must be float32 or float64, got {value_dtype!r}")
         self.value_dtype = np.dtype(value_dtype)
-        if compression_level is None and compression in ("gzip", *BLOSC):
+        if compression_level is None and compression in LEVELLED:
             compression_level = 4 if compression == "gzip" else 5  # recorded as used
         self._filters = {}
         if compression in BLOSC:
@@ -519,11 +520,13 @@ class Store(BlockSource):
         self.classes = tuple(float(c) for c in attrs["classes"])
         self.value_dtype = np.dtype(str(attrs["value_dtype"]))
         try:
-            compression = json.loads(attrs["options"]).get("compression")
-            blosc = compression in BLOSC
-        except (KeyError, TypeError, ValueError, AttributeError):
-            blosc = False  # _metadata_problem names it
-        if blosc:  # before the first dataset: all are compressed
+            options = json.loads(attrs["options"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StoreError(f"{self.path}: metadata: options are not JSON ({exc})") from None
+        if not isinstance(options, dict):
+            raise StoreError(f"{self.path}: metadata: options {options!r} is not a JSON object")
+        compression = options.get("compression")
+        if isinstance(compression, str) and compression in BLOSC:  # before the first dataset
             _blosc(self.path, compression)
         self._ring = None
         self.row_offsets = self._read_verified(self._file["row_offsets"])
@@ -602,12 +605,6 @@ class Store(BlockSource):
             return f"class counts {counts.tolist()} do not add up to {self.n_samples} rows"
         if self.value_dtype not in (np.float32, np.float64):
             return f"value type {self.value_dtype} is not float32/float64"
-        try:
-            options = json.loads(self._attrs["options"])
-        except (KeyError, TypeError, ValueError) as exc:
-            return f"options are not JSON ({exc})"
-        if not isinstance(options, dict):
-            return f"options {options!r} is not a JSON object"
         return None
 
     def close(self):
