@@ -23,14 +23,15 @@ clear_stale_cache()
 from .api import train_stream
 from .data import (InMemorySource, Store, StoreError, StoreWriter, SvmlightFormatError,
                    convert_svmlight)
+from .errors import CheckpointError, FileFormatError, ModelFileError
 from .losses import Loss, get_loss
 from .model import Model
 from .multiclass import train_one_vs_rest
 from .online import OnlineTrainer
 from .solvers import ConvergenceWarning
 
-__all__ = ["ConvergenceWarning", "InMemorySource", "Loss", "Model", "OnlineTrainer", "SmoothSVC",
-           "Store", "StoreError", "StoreWriter", "SvmlightFormatError", "convert_svmlight",
+__all__ = ["CheckpointError", "ConvergenceWarning", "FileFormatError", "InMemorySource", "Loss",
+           "Model", "ModelFileError", "OnlineTrainer", "SmoothSVC", "Store", "StoreError", "StoreWriter", "SvmlightFormatError", "convert_svmlight",
            "get_loss", "train_one_vs_rest", "train_stream", "__version__"]
 
 

@@ -2,8 +2,9 @@
 
 To add a subcommand, write ``_add_NAME(subparsers)`` (its arguments, and
 ``set_defaults(func=cmd_NAME)``) and ``cmd_NAME(args) -> int``, and list the adder in
-``SUBCOMMANDS``. Errors of the types in ``USER_ERRORS`` are printed as one line
-``streamssvm: error: ...`` with exit status 1; anything else is a bug and keeps its traceback.
+``SUBCOMMANDS``. Errors of the types in ``USER_ERRORS`` (bad arguments, files that cannot be read or
+written: see :mod:`streamssvm.errors`) are printed as one line ``streamssvm: error: ...``
+with exit status 1; anything else is a bug and keeps its traceback.
 A bad value of an option is argparse's error naming it (status 2), found by the library's own
 check of the parameter it sets (``_checked``); errors the library finds later in a combination
 of parameters name train's options (``TRAIN_OPTIONS``).
@@ -23,11 +24,11 @@ import warnings
 import numpy as np
 
 from . import __version__
-from ._atomic import NO_ROOM, OPEN_ERRORS, atomic_output, check_output
+from ._atomic import check_output, clean_stale, is_stdout, open_output
 from ._interrupt import interrupts_after_compiling
 from ._names import options_named
-from .data.store import COMPRESSIONS, INT32_MAX, LEVELLED, Store, StoreError
-from .data.svmlight import SvmlightFormatError, check_block_size, check_n_features
+from .data.store import COMPRESSIONS, INT32_MAX, LEVELLED, Store
+from .data.svmlight import check_block_size, check_n_features
 from .losses.registry import check_width, parse_number
 from .multiclass import check_class_weights
 from .objective.smooth_svm import check_hessian_sample, check_lam, check_threads
@@ -36,10 +37,10 @@ from .solvers.checkpoint import check_every
 from .solvers.common import check_max_seconds, check_seed, check_step, check_tol
 from .solvers.sgd import check_delay_and_hogwild, check_rate_options
 
-# ValueError: what the library raises on bad arguments or inputs (its messages say which);
-# FloatingPointError: a run that diverged (its message says which step to lower)
-USER_ERRORS = (SvmlightFormatError, StoreError, ValueError, FloatingPointError,
-               FileExistsError, *OPEN_ERRORS)
+# ValueError: what the library raises on bad arguments or inputs (its messages say which),
+# FileFormatError among them; FloatingPointError: a run that diverged (its message says
+# which step to lower); OSError: a file that cannot be opened, read or written
+USER_ERRORS = (ValueError, FloatingPointError, OSError)
 
 
 def _positive_int(text):
@@ -96,8 +97,9 @@ def _add_convert(subparsers):
         description="Convert svmlight/libsvm text into an HDF5 store of CSR blocks, streaming "
                     "(memory does not grow with the file). OUT appears only if the conversion "
                     "succeeds.")
-    p.add_argument("input", metavar="IN", help="svmlight/libsvm text file")
-    p.add_argument("output", metavar="OUT", help="store to write (HDF5)")
+    p.add_argument("input", metavar="IN", help="svmlight/libsvm text file, or - for the "
+                                               "standard input")
+    p.add_argument("output", metavar="OUT", help="store to write (HDF5; a regular file)")
     width = p.add_mutually_exclusive_group()
     width.add_argument("--n-features", metavar="N",
                        type=_checked(check_n_features, f"an integer in 0..{INT32_MAX}", int),
@@ -226,7 +228,12 @@ def _add_verify(subparsers):
         description="Read every block of each STORE and check its checksum, its structure "
                     "(row pointers, column indices, labels, values) and the metadata. Prints "
                     "one line per problem and exits with 1 if there is any.")
-    p.add_argument("stores", nargs="+", metavar="STORE")
+    p.add_argument("stores", nargs="+", metavar="STORE",
+                   help="a store; with --clean, also a folder (cleaned, not verified)")
+    p.add_argument("--clean", action="store_true",
+                   help="first remove the temporary files that killed runs of this host left "
+                        "in each STORE's folder (hidden .NAME.tmp-PID-HOST files whose "
+                        "process is gone)")
     p.set_defaults(func=cmd_verify)
 
 
@@ -235,6 +242,12 @@ def cmd_verify(args):
 
     status = 0
     for path in args.stores:
+        if args.clean:
+            folder = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
+            for removed in clean_stale(folder):
+                print(f"removed {removed} (left by a killed run)")
+            if os.path.isdir(path):
+                continue
         problems, summary = verify_store(path)  # a missing store is a problem like the others
         for line in problems:
             print(line)
@@ -259,7 +272,8 @@ def _add_train(subparsers):
         description="Minimise lambda/2 ||w||^2 + (1/n) sum psi(y_i w.x_i), streaming the store.")
     p.add_argument("store", metavar="STORE", nargs="+",
                    help="a store; several (same width and labels) are read as one")
-    p.add_argument("-o", "--output", required=True, metavar="MODEL", help="model file (.npz)")
+    p.add_argument("-o", "--output", required=True, metavar="MODEL",
+                   help="model file (.npz), or - for the standard output")
     p.add_argument("--loss", default="psi_g",
                    help=f"{', '.join(LOSS_NAMES)}, or NAME:key=value,... (a value may be 2^K; "
                         "default %(default)s)")
@@ -442,17 +456,18 @@ def cmd_train(args):
     model.save(args.output, overwrite=args.overwrite)
     if not args.quiet:
         p = model.params
+        report = sys.stderr if is_stdout(args.output) else sys.stdout
         if model.multiclass:
             stopped = [c["label"] for c in p["per_class"] if not c["converged"]]
             print(f"one-vs-rest over {len(model.classes_)} classes: {p['solver']} "
                   f"{'converged' if p['converged'] else 'stopped early for ' + str(stopped)}, "
                   f"at most {p['n_iter']} iterations, {p['passes']} passes, "
-                  f"{p['seconds']:.2f} s; wrote {args.output}")
+                  f"{p['seconds']:.2f} s; wrote {args.output}", file=report)
         else:
             print(f"{p['solver']} {'converged' if p['converged'] else 'stopped: ' + p['message']}"
                   f" in {p['n_iter']} iterations, {p['passes']} passes, {p['seconds']:.2f} s; "
                   f"objective {p['objective']:.8g}, ||grad|| {p['grad_norm']:.3g}; wrote "
-                  f"{args.output}")
+                  f"{args.output}", file=report)
     return 0
 
 
@@ -465,7 +480,10 @@ def _add_predict(subparsers):
                     "with --decision the decision values).")
     p.add_argument("model", metavar="MODEL")
     p.add_argument("store", metavar="STORE")
-    p.add_argument("-o", "--output", metavar="FILE", help="write predictions here")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write predictions here: a file (whole or not at all), - for the "
+                        "standard output (the accuracy then goes to the standard error), or "
+                        "a pipe or device, written in place")
     p.add_argument("--decision", action="store_true",
                    help="write decision values instead of labels: two classes, one column "
                         "(> 0: the training store's +1 label); more, one column per class in "
@@ -490,13 +508,14 @@ def cmd_predict(args):
         unknown = model.unknown_labels(labels, store.classes, args.store)
     if unknown:
         warnings.warn(unknown, UserWarning)
-    print(f"accuracy {accuracy:.4f} on {len(labels):,} rows of {args.store}")
+    report = sys.stderr if args.output and is_stdout(args.output) else sys.stdout
+    print(f"accuracy {accuracy:.4f} on {len(labels):,} rows of {args.store}", file=report)
     if args.output:  # one-vs-rest decision values: one column per class
-        with atomic_output(args.output, overwrite=args.overwrite) as tmp:
+        with open_output(args.output, "wb", overwrite=args.overwrite) as fh:
             if args.decision:
-                np.savetxt(tmp, decision, fmt="%.17g")
+                np.savetxt(fh, decision, fmt="%.17g")
             else:
-                np.savetxt(tmp, [_label(v) for v in model.labels_of(decision).tolist()],
+                np.savetxt(fh, [_label(v) for v in model.labels_of(decision).tolist()],
                            fmt="%s")
     return 0
 
@@ -595,11 +614,6 @@ def main(argv=None):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except USER_ERRORS as exc:
-        print(f"streamssvm: error: {_message(exc)}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        if exc.errno not in NO_ROOM:  # a full disk is the user's to fix, the rest a bug
-            raise
         print(f"streamssvm: error: {_message(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -8,34 +8,23 @@ model over k > 2 classes (version 2) has ``coef`` (k, n_features), ``intercept``
 """
 
 import json
-import zipfile
 
 import numpy as np
 
 from . import kernels
-from ._atomic import OPEN_ERRORS, atomic_output
+from ._atomic import open_output
 from ._interrupt import interrupts_after_compiling
 from ._json import json_default
-from ._npz import load_npz
+from ._npz import json_object, read_npz
 from ._warn import warn
+from .errors import ModelFileError
 from .data import BlockSource, InMemorySource
 from .data.storeset import names_stores, open_stores
 from .data.memory import as_csr
 
 MODEL_FORMAT = "streamssvm.model"
 MODEL_VERSION = 2  # the newest read; binary models are still written as version 1
-# what reading a damaged or foreign file raises (np.load, json, the checks of its parts)
-READ_ERRORS = (OSError, KeyError, ValueError, TypeError, EOFError, zipfile.BadZipFile)
 RECONVERT = ": convert its text like the training store (like= / --like), to the model's width"
-
-
-def read_meta(z):
-    """The JSON object ``meta`` of the open ``.npz`` file ``z``; a ValueError if it is not
-    one."""
-    meta = json.loads(str(z["meta"]))
-    if not isinstance(meta, dict):
-        raise ValueError(f"meta {json.dumps(meta)[:40]} is not a JSON object")
-    return meta
 
 
 class Model:
@@ -199,35 +188,33 @@ class Model:
         return float(np.mean(predicted == y))
 
     def save(self, path, overwrite=True):
-        """Write the model to ``path`` (``.npz``; whole or not at all)."""
+        """Write the model to ``path`` (``.npz``): a file whole or not at all, or ``-``, a
+        pipe or a descriptor in place (see :func:`~streamssvm._atomic.open_output`)."""
         meta = json.dumps({"format": MODEL_FORMAT, "version": 2 if self.multiclass else 1,
                            "params": self.params, "history": self.history},
                           default=json_default)
-        with atomic_output(path, overwrite=overwrite) as tmp:
-            with open(tmp, "wb") as fh:
-                np.savez(fh, coef=self.coef_, intercept=np.asarray(self.intercept_, np.float64),
-                         classes=self.classes_, meta=np.array(meta))
+        with open_output(path, "wb", overwrite=overwrite) as fh:
+            np.savez(fh, coef=self.coef_, intercept=np.asarray(self.intercept_, np.float64),
+                     classes=self.classes_, meta=np.array(meta))
 
     @classmethod
     def load(cls, path):
         """Read a model written by :meth:`save`. A path that cannot be opened raises open()'s
-        OSError (FileNotFoundError ...); any other file that is no model, a ValueError."""
+        OSError (FileNotFoundError ...); any other file that is no model, or a damaged one,
+        a :class:`~streamssvm.errors.ModelFileError`."""
+        meta, arrays = read_npz(path, ModelFileError, "a streamssvm model")
         try:
-            with load_npz(path) as z:
-                meta = read_meta(z)
-                if meta.get("format") != MODEL_FORMAT:
-                    raise ValueError("format tag missing")
-                if meta.get("version", 1) > MODEL_VERSION:
-                    raise ValueError(f"model version {meta['version']} is newer than this "
-                                     f"library reads ({MODEL_VERSION})")
-                if not np.all(np.isfinite(z["classes"])):
-                    raise ValueError(f"classes {z['classes'].tolist()} are not all finite")
-                return cls(z["coef"], z["intercept"], z["classes"], meta["params"],
-                           meta["history"])
-        except OPEN_ERRORS:
-            raise
-        except READ_ERRORS as exc:
-            raise ValueError(f"{path}: not a streamssvm model ({exc})") from exc
+            if json_object(meta).get("format") != MODEL_FORMAT:
+                raise ValueError("format tag missing")
+            if meta.get("version", 1) > MODEL_VERSION:
+                raise ValueError(f"model version {meta['version']} is newer than this "
+                                 f"library reads ({MODEL_VERSION})")
+            if not np.all(np.isfinite(arrays["classes"])):
+                raise ValueError(f"classes {arrays['classes'].tolist()} are not all finite")
+            return cls(arrays["coef"], arrays["intercept"], arrays["classes"], meta["params"],
+                       meta["history"])
+        except (KeyError, ValueError, TypeError) as exc:
+            raise ModelFileError(f"{path}: not a streamssvm model ({exc})") from exc
 
 
 def _class_index(labels, source_classes):

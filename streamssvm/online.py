@@ -10,13 +10,14 @@ import os
 
 import numpy as np
 
-from ._atomic import OPEN_ERRORS, atomic_output
+from ._atomic import open_output
 from ._interrupt import interrupts_after_compiling
 from ._json import json_default
-from ._npz import load_npz
+from ._npz import json_object, read_npz
 from .api import open_source
 from .data import InMemorySource
-from .model import READ_ERRORS, Model, read_meta
+from .errors import ModelFileError
+from .model import Model
 from .objective.smooth_svm import SmoothSVMObjective, check_threads
 from .solvers.common import check_seed
 from .solvers.sgd import (RATE_OPTIONS, SGDState, Schedule, check_delay_and_hogwild,
@@ -178,24 +179,22 @@ class OnlineTrainer:
         meta = dict(format=STATE_FORMAT, options=self.options, classes=self.classes,
                     epochs=self.epochs, rows_seen=self.rows_seen,
                     rng=self.rng.bit_generator.state)
-        with atomic_output(path, overwrite=overwrite) as tmp:
-            with open(tmp, "wb") as f:
-                np.savez(f, v=st.v, avg_u=st.avg_u, state=st.state,
-                         meta=json.dumps(meta, default=json_default))
+        with open_output(path, "wb", overwrite=overwrite) as f:
+            np.savez(f, v=st.v, avg_u=st.avg_u, state=st.state,
+                     meta=json.dumps(meta, default=json_default))
 
     @classmethod
     def load(cls, path, n_threads=None):
         """An OnlineTrainer from a file written by :meth:`save`, on ``n_threads`` threads
         (the machine's, not the state's: the steps are the same on any number, but with
         ``hogwild``). A path that cannot be opened raises open()'s OSError; any other file
-        that is no state, a ValueError."""
+        that is no state, or a damaged one, a :class:`~streamssvm.errors.ModelFileError`."""
         n_threads = check_threads(n_threads)  # the caller's, not the file's
+        meta, members = read_npz(path, ModelFileError, "an online trainer state")
         try:
-            with load_npz(path) as z:
-                meta = read_meta(z)
-                if meta.get("format") != STATE_FORMAT:
-                    raise ValueError(f"format {meta.get('format')!r}")
-                arrays = {k: z[k].astype(np.float64) for k in ("v", "avg_u", "state")}
+            if json_object(meta).get("format") != STATE_FORMAT:
+                raise ValueError(f"format {meta.get('format')!r}")
+            arrays = {k: members[k].astype(np.float64) for k in ("v", "avg_u", "state")}
             if not all(np.all(np.isfinite(a)) for a in arrays.values()):
                 raise ValueError("the state holds NaN or infinite values")
             classes = np.asarray(meta["classes"], dtype=np.float64)
@@ -218,10 +217,11 @@ class OnlineTrainer:
             o = trainer.options
             st = SGDState(len(arrays["v"]), o["fit_intercept"], o["average"], o["delay"],
                           o["hogwild"])
-        except OPEN_ERRORS:
-            raise
-        except READ_ERRORS as exc:
-            raise ValueError(f"{path}: not an online trainer state ({exc})") from exc
-        st.restore(arrays, f"{path}: damaged online trainer state")
+        except (KeyError, ValueError, TypeError, AttributeError) as exc:
+            raise ModelFileError(f"{path}: not an online trainer state ({exc})") from exc
+        try:
+            st.restore(arrays, f"{path}: damaged online trainer state")
+        except ValueError as exc:
+            raise ModelFileError(str(exc)) from None
         trainer.sgd_state = st
         return trainer

@@ -31,6 +31,7 @@ _MAGIC = {"gzip": b"\x1f\x8b", "bz2": b"BZh", "xz": b"\xfd7zXZ\x00"}
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 _EXTENSIONS = {".gz": "gzip", ".gzip": "gzip", ".bz2": "bz2", ".xz": "xz"}
 _DECOMPRESSION_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError)
+STDIN, STDIN_NAME = "-", "<stdin>"  # the input name that reads the standard input
 
 
 class _HashingReader(io.RawIOBase):
@@ -89,7 +90,7 @@ def _compression(path, head):
 def _is_store(path):
     try:
         Store(path).close()
-    except StoreError:
+    except (StoreError, OSError):  # not one, or not a file (the standard input)
         return False
     return True
 
@@ -187,10 +188,11 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
     Parameters
     ----------
     src : str or path-like
-        The text file.
+        The text file, or ``"-"`` for the standard input.
     dst : str or path-like
-        The store to write. It appears whole when the conversion succeeds and not at all
-        otherwise (written under a hidden temporary name, then renamed).
+        The store to write, a regular file (HDF5 seeks in it). It appears whole when the
+        conversion succeeds and not at all otherwise (written under a hidden temporary
+        name, then renamed).
     n_features : int, optional
         Width of the matrix; an index at or beyond it is an error. Default: the largest
         index + 1.
@@ -279,7 +281,7 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
     t0 = time.perf_counter()
     src, dst = os.fspath(src), os.fspath(dst)
     # before the parse, not at the writer's end (``like`` is read before: it may be dst)
-    check_output(dst, overwrite, (src,))
+    check_output(dst, overwrite, (src,), regular=True)
     if like is not None:
         with Store(like) as model:
             like_features, like_classes = model.n_features, model.classes
@@ -300,7 +302,10 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
     if _chunk_bytes < 1:
         raise ValueError(f"_chunk_bytes must be >= 1, got {_chunk_bytes}")
 
-    with open(src, "rb") as fh:
+    stdin = src == STDIN
+    with (os.fdopen(os.dup(sys.stdin.fileno()), "rb") if stdin else open(src, "rb")) as fh:
+        if stdin:
+            src = STDIN_NAME  # as errors and the store's source name say it
         head = fh.peek(8)[:8]  # not read and seek back: the input may be a pipe
         kind = _compression(src, head)
         source_bytes = os.fstat(fh.fileno()).st_size

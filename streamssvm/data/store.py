@@ -12,6 +12,7 @@ import h5py.h5
 import numpy as np
 
 from .._atomic import NO_ROOM, OPEN_ERRORS, atomic_output
+from ..errors import FileFormatError
 from ..kernels import codec
 from .checksum import ALGORITHM, attributes_checksum, checksum, digest
 from .source import Block, BlockSource
@@ -64,7 +65,7 @@ def _decoded(value):
     return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
-class StoreError(ValueError):
+class StoreError(FileFormatError):
     """A store that cannot be read: wrong format, corrupt block, inconsistent metadata."""
 
 

@@ -39,12 +39,13 @@ import numbers
 import numpy as np
 from numba import njit
 
+from ..errors import FileFormatError
 from .store import INT32_MAX
 
 __all__ = ["BlockParser", "SvmlightFormatError", "parse_svmlight_bytes"]
 
 
-class SvmlightFormatError(ValueError):
+class SvmlightFormatError(FileFormatError):
     """Text that is not valid svmlight / libsvm input (the message says where and why)."""
 
 

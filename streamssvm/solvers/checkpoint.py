@@ -23,7 +23,8 @@ import numpy as np
 
 from .._atomic import atomic_output, check_output
 from .._json import json_default
-from .._npz import load_npz
+from .._npz import read_npz
+from ..errors import CheckpointError
 
 CHECKPOINT_FORMAT = "streamssvm.checkpoint"
 
@@ -53,7 +54,8 @@ class Checkpoint:
 
     def __init__(self, path, every=60.0, problem=None, held=None):
         check_every(every)
-        check_output(path, overwrite=True)  # a directory, or none to write in: before the run
+        # a directory, none to write in, a pipe: before the run
+        check_output(path, overwrite=True, regular=True)
         self.path, self.every = os.fspath(path), float(every)
         self.problem = json.loads(json.dumps(problem or {}, default=json_default))
         self.held = held
@@ -63,34 +65,35 @@ class Checkpoint:
         """Whether the run that wrote the file held the data (None: no file, or not
         recorded); read before :meth:`load`, whose checks come with the solver's start."""
         try:
-            with load_npz(self.path) as z:
-                held = json.loads(str(z["meta"])).get("held")
-        except (OSError, ValueError, KeyError, AttributeError):
+            meta = read_npz(self.path, CheckpointError, "a readable checkpoint")[0]
+        except (OSError, CheckpointError):
             return None  # no file, or one load() refuses with its reason
+        held = meta.get("held") if isinstance(meta, dict) else None
         return held if isinstance(held, bool) else None
 
     def load(self):
-        """``(meta, arrays)`` of the file, or None if there is none."""
+        """``(meta, arrays)`` of the file, or None if there is none. A file that is not a
+        checkpoint of this training, or a damaged one, raises
+        :class:`~streamssvm.errors.CheckpointError`."""
         if not os.path.exists(self.path):
             return None
-        try:
-            with load_npz(self.path) as z:
-                meta = json.loads(str(z["meta"]))
-                arrays = {k: z[k] for k in z.files if k != "meta"}
-        except (OSError, ValueError, KeyError) as e:
-            raise ValueError(f"{self.path}: not a readable checkpoint ({e})") from None
+        meta, arrays = read_npz(self.path, CheckpointError, "a readable checkpoint")
         if not isinstance(meta, dict) or meta.get("format") != CHECKPOINT_FORMAT:
-            raise ValueError(f"{self.path}: not a streamssvm checkpoint")
+            raise CheckpointError(f"{self.path}: not a streamssvm checkpoint")
         if meta.get("problem") != self.problem:
             theirs = meta.get("problem", {})
             keys = sorted(k for k in set(theirs) | set(self.problem)
                           if theirs.get(k) != self.problem.get(k))
-            raise ValueError(f"{self.path}: checkpoint of another training (differs in "
+            raise CheckpointError(f"{self.path}: checkpoint of another training (differs in "
                              f"{', '.join(keys)}); remove it or train with its settings")
+        names = meta.get("arrays", sorted(arrays))  # not recorded by older versions
+        if names != sorted(arrays):
+            raise CheckpointError(f"{self.path}: damaged checkpoint (arrays {sorted(arrays)}, "
+                                  f"written with {names})")
         damaged = [k for k, a in arrays.items()
                    if a.dtype.kind == "f" and not np.all(np.isfinite(a))]
         if damaged:  # no solver's state holds them: TRON would reject steps forever
-            raise ValueError(f"{self.path}: damaged checkpoint ({', '.join(damaged)} holds "
+            raise CheckpointError(f"{self.path}: damaged checkpoint ({', '.join(damaged)} holds "
                              f"NaN or infinite values)")
         return meta, arrays
 
@@ -100,7 +103,8 @@ class Checkpoint:
         now = time.monotonic()
         if not force and now - self._last < self.every:
             return
-        meta = dict(format=CHECKPOINT_FORMAT, problem=self.problem, **state)
+        meta = dict(format=CHECKPOINT_FORMAT, problem=self.problem, arrays=sorted(arrays),
+                    **state)
         if self.held is not None:
             meta["held"] = bool(self.held())
         with atomic_output(self.path, overwrite=True) as tmp:

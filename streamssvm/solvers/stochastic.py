@@ -18,16 +18,19 @@ import numpy as np
 
 from .._progress import progress_bar
 from .._warn import warn
+from ..errors import CheckpointError
 from .common import (ConvergenceWarning, SolverResult, bar_label, check_max_seconds,
                      check_seed, start_state, stopping_threshold)
 
 
 def saved_array(arrays, name, shape, damaged):
     """``arrays[name]`` (a checkpoint's or a saved state's) if it has ``shape``; else a
-    ValueError whose message starts with ``damaged``: the kernels index it unchecked."""
+    CheckpointError whose message starts with ``damaged``: the kernels index it unchecked."""
+    if name not in arrays:
+        raise CheckpointError(f"{damaged} (no array {name})")
     if arrays[name].shape != shape:
-        raise ValueError(f"{damaged} ({name} has shape {arrays[name].shape}, expected "
-                         f"{shape})")
+        raise CheckpointError(f"{damaged} ({name} has shape {arrays[name].shape}, expected "
+                              f"{shape})")
     return arrays[name]
 
 
