@@ -81,3 +81,37 @@ def progress_iter(iterable, enabled, **options):
     from tqdm.auto import tqdm
 
     return _made_bar(tqdm(iterable, **_options(options)))
+
+
+# where solvers write one line per iteration (None: nowhere), set by iteration_log()
+_iteration_stream = contextvars.ContextVar("streamssvm_iteration_log", default=None)
+_LOGGED = (("cg_steps", "CG", "d"), ("delta", "radius", ".3e"), ("step", "step", ".3e"),
+           ("gap", "gap", ".3e"))
+
+
+@contextlib.contextmanager
+def iteration_log(stream):
+    """Within, :func:`log_iteration` writes its lines to ``stream`` (None: nowhere)."""
+    token = _iteration_stream.set(stream)
+    try:
+        yield
+    finally:
+        _iteration_stream.reset(token)
+
+
+def log_iteration(label, entry):
+    """One line of a solver's history ``entry`` (a dict, as ``Model.history`` holds), as
+    LIBLINEAR's solvers print theirs: iteration, f, ||grad||, CG steps, the trust radius or
+    the step, passes and seconds; on the stream of :func:`iteration_log`, if any."""
+    stream = _iteration_stream.get()
+    if stream is None:
+        return
+    parts = [f"{label}: iter {entry['iteration']:4d}"]
+    if "f" in entry:
+        parts.append(f"f {entry['f']:.10e} |g| {entry['grad_norm']:.3e}")
+    parts += [f"{name} {entry[key]:{form}}" for key, name, form in _LOGGED
+              if entry.get(key) is not None]
+    if not entry.get("accepted", True):
+        parts.append("rejected")
+    parts.append(f"passes {entry['passes']} time {entry['seconds']:.3f} s")
+    print(" ".join(parts), file=stream, flush=True)

@@ -2,19 +2,21 @@
 
 import contextlib
 import inspect
+import sys
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ._interrupt import interrupts_after_compiling
 from ._names import named
-from ._progress import closing_bars
+from ._progress import closing_bars, iteration_log
 from .data import BlockSource, InMemorySource, Store, StoreSet
+from .data.source import label_text
 from .data.storeset import names_stores, open_stores
 from .data.checksum import digest
 from .model import Model
 from .objective import SmoothSVMObjective
-from .objective.smooth_svm import NO_DASK_ROW_WEIGHTS, NO_ROW_WEIGHTS
+from .objective.smooth_svm import NO_DASK_ROW_WEIGHTS, NO_ROW_WEIGHTS, check_lam
 from .losses import get_loss
 from .solvers import HESSIAN_PRODUCTS, SOLVERS, STOCHASTIC, choose_solver
 from .solvers.checkpoint import Checkpoint
@@ -31,6 +33,18 @@ def check_w0_shape(w0, n_features, fit_intercept, n_classes=None):
         intercept = " + 1 intercept (fit_intercept)" if fit_intercept else ""
         raise ValueError(f"w0 has shape {np.shape(w0)}, expected {shape}: {rows}n_variables "
                          f"= the data's {n_features} features{intercept}")
+
+
+def check_both_classes(source, counts):
+    """Refuse a binary source whose rows all hold one label (``counts`` rows per class; a
+    store converted from such a text reads the other label as the missing one of -1/+1):
+    nothing to separate. (No rows at all: the objective says so.)"""
+    if source.n_samples and not source.multiclass and min(counts) == 0:
+        present = int(np.argmax(counts))
+        raise ValueError(f"{source.name}: all {counts[present]:,} rows are of the class "
+                         f"{label_text(source.classes[present])}, none of "
+                         f"{label_text(source.classes[1 - present])}: a classifier needs rows of "
+                         f"two classes")
 
 
 @contextlib.contextmanager
@@ -69,7 +83,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
                  abs_tol=None, liblinear_tol=False, max_iter=None, fit_intercept=False,
                  intercept_scaling=1.0, w0=None, sigma_path=(), n_threads=None, progress=True,
                  sample_weight=None, checkpoint=None, checkpoint_every=60.0, client=None,
-                 hold="auto", **solver_options):
+                 hold="auto", verbose=False, **solver_options):
     """Train a linear classifier by minimising
 
         L(w) = lam / 2 ||w||^2 + (1 / n) sum_i c_i psi(y_i w.x_i)
@@ -125,6 +139,9 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     progress : bool or str
         tqdm bars (a str: the solver's label, before its name), closed however the call
         ends (an exception or Ctrl-C too).
+    verbose : bool
+        Print one line per iteration (epoch) on the standard error, as LIBLINEAR does:
+        f, ||grad||, CG steps, trust radius or step, passes and seconds.
     sample_weight : array of shape (n_samples,), optional
         The row weights c_i >= 0 (default 1): LIBLINEAR's per-row C_i = c_i / (lam n).
         Not with the stochastic solvers. Class weights: see ``train_one_vs_rest``.
@@ -162,7 +179,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     -------
     Model
     """
-    if w0 is not None:  # before the data is opened
+    lam = check_lam(lam)  # before the data is opened
+    if w0 is not None:
         w0 = check_w0(w0)
     if client is not None:  # before the workers are asked
         if sample_weight is not None:
@@ -192,7 +210,10 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     check = None if w0 is None else (  # as soon as the width is known
         lambda source: check_w0_shape(w0, source.n_features, fit_intercept))
     with threadpool_limits(1, user_api="blas"), closing_bars(), \
+            iteration_log(sys.stderr if verbose else None), \
             open_source(data, y, client, check) as source:
+        class_counts = [int(c) for c in source.class_counts()]
+        check_both_classes(source, class_counts)
         chosen = solver == "auto"
         if chosen:
             solver = choose_solver(get_loss(loss, sigma), source.n_samples, source.n_features,
@@ -200,7 +221,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
         try:
             solve = SOLVERS[solver]
         except KeyError:
-            raise ValueError(f"unknown solver {solver!r}; known: {', '.join(SOLVERS)}") from None
+            raise ValueError(f"unknown solver {solver!r}; known: auto, "
+                             f"{', '.join(SOLVERS)}") from None
         solver_options = _options_for(solver, solver_options, chosen)
         if sample_weight is not None and solver in STOCHASTIC:  # before the data is read
             raise ValueError(NO_ROW_WEIGHTS)
@@ -259,6 +281,9 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
             cached_sweeps += objective.cached_sweeps
             w0 = result.w
         classes = source.classes
+        data_record = dict(source=source.name, n_samples=source.n_samples,
+                           n_features=source.n_features, nnz=source.nnz,
+                           class_counts=class_counts)
     w = result.w
     coef = w[:objective.n_features]
     intercept = w[-1] * objective.bias if fit_intercept else 0.0
@@ -271,7 +296,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
                   converged=result.converged, message=result.message, n_iter=n_iter,
                   passes=passes, cached_sweeps=cached_sweeps, seconds=seconds,
                   sigma_path=list(sigma_path), objective=result.f,
-                  grad_norm=result.grad_norm,
+                  grad_norm=result.grad_norm, data=data_record,
                   **{k: v for k, v in solver_options.items() if k != "checkpoint"})
     return Model(np.array(coef), intercept, classes, params, history)
 

@@ -20,6 +20,7 @@ import inspect
 import os
 import sys
 import warnings
+import zipfile
 
 import numpy as np
 
@@ -166,14 +167,25 @@ def cmd_convert(args):
 
 # --- info -------------------------------------------------------------------------------------
 def _add_info(subparsers):
-    p = subparsers.add_parser("info", help="summarise a store",
-                              description="Print the shape, labels, blocks, options and source "
-                                          "of a store.")
-    p.add_argument("store", metavar="STORE")
+    p = subparsers.add_parser(
+        "info", help="summarise a store or a model",
+        description="Print the shape, labels, blocks, options and source of a store; or what "
+                    "a model was trained with and on, how the training ended, and with --top "
+                    "its largest weights.")
+    p.add_argument("store", metavar="STORE|MODEL")
+    p.add_argument("--top", type=_positive_int, metavar="K",
+                   help="a model's K largest positive and negative weights")
+    p.add_argument("--names", metavar="FILE",
+                   help="feature names for --top, one per line: line k names column k (the "
+                        "index k + 1 of a one-based svmlight file)")
     p.set_defaults(func=cmd_info)
 
 
 def cmd_info(args):
+    if zipfile.is_zipfile(args.store):  # a model (.npz); a store is HDF5
+        return _model_info(args)
+    if args.top or args.names:
+        raise ValueError(f"--top and --names are for a model; {args.store} is not one")
     with Store(args.store) as store:
         meta = store.metadata
         counts = store.class_counts()
@@ -219,6 +231,63 @@ def cmd_info(args):
     for key, value in lines:
         print(f"{key:<{width}}  {value}")
     return 0
+
+
+def _model_info(args):
+    from .model import Model
+
+    model = Model.load(args.store)
+    names = None
+    if args.names:
+        with open(args.names, encoding="utf-8") as fh:
+            names = fh.read().splitlines()
+        if len(names) != model.n_features_in_:
+            raise ValueError(f"{args.names}: {len(names):,} names for the model's "
+                             f"{model.n_features_in_:,} features")
+    info = model.summary(top=args.top or 0, names=names)
+    data = info["data"] or {}
+    lines = [("model", args.store),
+             ("classes", ", ".join(_label(c) for c in info["classes"])
+              + (" (one vs rest)" if model.multiclass else f" (+1 is {_label(info['classes'][1])})")),
+             ("features", f"{info['n_features']:,} ({info['nonzero_weights']:,} nonzero weights)"),
+             ("intercept", " ".join(f"{v:.6g}" for v in np.atleast_1d(info["intercept"])))]
+    lines += [(key.replace("_", " "), _value(value))
+              for key, value in info["training"].items()]
+    if data:
+        lines += [("data", data["source"]),
+                  ("rows", f"{data['n_samples']:,} ("
+                           + ", ".join(f"{_label(c)}: {n:,}" for c, n in
+                                       zip(info["classes"], data["class_counts"])) + ")"
+                   if len(data["class_counts"]) == len(info["classes"])
+                   else f"{data['n_samples']:,}"),
+                  ("nonzeros", f"{data['nnz']:,}")]
+    results = info["result"] if model.multiclass else [dict(info["result"], label=None)]
+    for r in results:
+        prefix = "" if r.get("label") is None else f"class {_label(r['label'])}: "
+        ended = "converged" if r["converged"] else f"stopped: {r['message']}"
+        lines.append(("training" if not prefix else prefix.rstrip(": "),
+                      f"{ended} in {r['n_iter']} iterations, {r['passes']} passes, "
+                      f"{r['seconds']:.3g} s; objective {r['objective']:.10g}, ||grad|| "
+                      f"{r['grad_norm']:.3g}"))
+    width = max(len(k) for k, _ in lines)
+    for key, value in lines:
+        print(f"{key:<{width}}  {value}")
+    for row in info.get("top_weights", []):
+        rest = "the rest" if model.multiclass else _label(info["classes"][0])
+        for sign, toward in (("positive", _label(row["label"])), ("negative", rest)):
+            prefix = f"class {_label(row['label'])}: " if model.multiclass else ""
+            print(f"\n{prefix}largest {sign} weights (toward {toward}):")
+            for j, name, weight in row[sign] or [(None, None, None)]:
+                print("  none" if j is None else
+                      f"  {weight:+.6g}  feature {j}" + (f"  {name}" if name is not None else ""))
+    return 0
+
+
+def _value(value):
+    """A training parameter as info prints it."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    return "none" if value is None else str(value)
 
 
 # --- verify -----------------------------------------------------------------------------------
@@ -278,7 +347,7 @@ def _add_train(subparsers):
                    help=f"{', '.join(LOSS_NAMES)}, or NAME:key=value,... (a value may be 2^K; "
                         "default %(default)s)")
     p.add_argument("--sigma", type=_width,
-                   help="smoothing width of psi_g / psi_m, a number or 2^K (default 2^-3)")
+                   help="smoothing width of psi_g / psi_m, a number, 2^K or 2**K (default 2^-3)")
     p.add_argument("--sigma-path", type=_width_list, default=(), metavar="S1,S2,...",
                    help="continuation: solve at these sigmas first (decreasing, all larger "
                         "than --sigma), warm-starting")
@@ -350,6 +419,9 @@ def _add_train(subparsers):
                         "filesystem; docs/DISTRIBUTED.md); needs streamssvm[dask]")
     p.add_argument("--overwrite", action="store_true", help="replace MODEL if it exists")
     p.add_argument("--quiet", action="store_true", help="no progress bars, no summary")
+    p.add_argument("--verbose", action="store_true",
+                   help="one line per iteration on the standard error: f, ||grad||, CG steps, "
+                        "trust radius or step, passes, seconds")
     p.set_defaults(func=cmd_train)
 
 
@@ -451,8 +523,8 @@ def cmd_train(args):
                                   solver=args.solver, tol=args.tol, abs_tol=args.abs_tol,
                                   liblinear_tol=args.liblinear_tol, max_iter=args.max_iter,
                                   fit_intercept=args.intercept, n_threads=args.threads,
-                                  progress=not args.quiet, client=client,
-                                  **options)
+                                  progress=not (args.quiet or args.verbose), client=client,
+                                  verbose=args.verbose, **options)
     model.save(args.output, overwrite=args.overwrite)
     if not args.quiet:
         p = model.params
@@ -555,7 +627,9 @@ def cmd_demo(args):
 
 def _label(value):
     """A label as written: an integer without a decimal point, else the shortest text that
-    reads back as the same float (%g rounded 1000001 to 1e+06)."""
+    reads back as the same float (%g rounded 1000001 to 1e+06); text as it is."""
+    if isinstance(value, str):
+        return value
     return str(int(value)) if value.is_integer() and abs(value) < 2 ** 53 else repr(value)
 
 

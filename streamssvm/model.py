@@ -36,8 +36,8 @@ class Model:
     coef_ : array of shape (n_features,), or (n_classes, n_features) one-vs-rest
     intercept_ : float, or array of shape (n_classes,) one-vs-rest
     classes_ : array of shape (2,) or (n_classes,)
-        The original label values: predicted for a negative and a positive decision, or
-        for each row of ``coef_``.
+        The original label values (float64, or str for text labels): predicted for a
+        negative and a positive decision, or for each row of ``coef_``.
     params : dict
         How the model was trained (loss, sigma, lambda, solver, tolerance ...); one-vs-rest:
         the parameters shared by the classes' problems, ``"one_vs_rest": True`` and
@@ -49,7 +49,9 @@ class Model:
 
     def __init__(self, coef, intercept, classes, params=None, history=None):
         self.coef_ = np.asarray(coef, dtype=np.float64)
-        self.classes_ = np.asarray(classes, dtype=np.float64).reshape(-1)
+        classes = np.asarray(classes).reshape(-1)
+        # labels of a matrix's y may be text; a store's are numbers
+        self.classes_ = classes.astype(str if classes.dtype.kind in "US" else np.float64)
         k = len(self.classes_)
         if self.coef_.ndim == 1 and k == 2 and np.size(intercept) == 1:
             self.intercept_ = float(np.reshape(intercept, ()))
@@ -138,6 +140,51 @@ class Model:
                     f"wrong)")
         return None
 
+    def summary(self, top=0, names=None):
+        """What the model is and how it was trained, as a dict (``streamssvm info MODEL``
+        prints it).
+
+        Parameters
+        ----------
+        top : int
+            Also list the ``top`` largest positive and negative weights (of each class's
+            row, one-vs-rest).
+        names : sequence of str, optional
+            Feature names, one per column of ``coef_``, for those weights.
+
+        Returns
+        -------
+        dict
+            ``classes``, ``n_features``, ``nonzero_weights``, ``intercept``; ``training``
+            (loss, sigma, lambda, solver, tolerances, intercept, the solver's options);
+            ``data`` (source, rows, features, nonzeros, rows per class, where recorded);
+            ``result`` (converged, message, iterations, passes, seconds, objective,
+            gradient norm; one-vs-rest: per class); with ``top``, ``top_weights``: for
+            each class's row, ``positive`` and ``negative`` lists of ``(index, name,
+            weight)`` (name None without ``names``).
+        """
+        if names is not None and len(names) != self.n_features_in_:
+            raise ValueError(f"{len(names)} feature names for {self.n_features_in_} features")
+        params = self.params
+        per_class = params.get("per_class")
+        result_keys = ("converged", "message", "n_iter", "passes", "seconds", "objective",
+                       "grad_norm")
+        skipped = {"data", "per_class", "one_vs_rest", "n_samples", "cached_sweeps",
+                   "loss_spec", *result_keys}
+        out = dict(classes=self.classes_.tolist(), n_features=self.n_features_in_,
+                   nonzero_weights=int(np.count_nonzero(self.coef_)),
+                   intercept=np.asarray(self.intercept_).tolist(),
+                   training={k: v for k, v in params.items() if k not in skipped},
+                   data=params.get("data"),
+                   result=per_class if per_class is not None else
+                   {k: params.get(k) for k in result_keys})
+        if top:
+            rows = self.coef_ if self.multiclass else self.coef_[None]
+            labels = self.classes_ if self.multiclass else self.classes_[1:]
+            out["top_weights"] = [dict(label=label.item(), **_largest(row, top, names))
+                                  for label, row in zip(labels, rows)]
+        return out
+
     @interrupts_after_compiling()
     def decision_function(self, X):
         """Decision values x.coef_ + intercept_ (one-vs-rest: x.coef_[c] + intercept_[c]).
@@ -209,12 +256,23 @@ class Model:
             if meta.get("version", 1) > MODEL_VERSION:
                 raise ValueError(f"model version {meta['version']} is newer than this "
                                  f"library reads ({MODEL_VERSION})")
-            if not np.all(np.isfinite(arrays["classes"])):
+            if arrays["classes"].dtype.kind not in "US" and not np.all(
+                    np.isfinite(arrays["classes"])):
                 raise ValueError(f"classes {arrays['classes'].tolist()} are not all finite")
             return cls(arrays["coef"], arrays["intercept"], arrays["classes"], meta["params"],
                        meta["history"])
         except (KeyError, ValueError, TypeError) as exc:
             raise ModelFileError(f"{path}: not a streamssvm model ({exc})") from exc
+
+
+def _largest(row, top, names):
+    """The ``top`` largest positive and negative entries of ``row`` as ``(index, name,
+    weight)`` lists, largest magnitude first."""
+    order = np.argsort(row, kind="stable")
+    picks = {"positive": order[::-1][:top], "negative": order[:top]}
+    return {sign: [(int(j), None if names is None else str(names[j]), float(row[j]))
+                   for j in index if (row[j] > 0 if sign == "positive" else row[j] < 0)]
+            for sign, index in picks.items()}
 
 
 def _class_index(labels, source_classes):

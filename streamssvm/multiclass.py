@@ -15,6 +15,7 @@ from ._interrupt import interrupts_after_compiling
 from ._names import named
 from .api import check_w0_shape, open_source, train_stream
 from .data import OneVsRestView
+from .data.source import label_text
 from .model import Model
 from .solvers.common import check_w0
 
@@ -143,20 +144,18 @@ def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0
                 rows = np.where(labels == c, weights[c], 1.0) * base
             models.append(train_stream(OneVsRestView(source, c), sample_weight=rows,
                                        w0=None if w0 is None else w0[c],
-                                       progress=progress and f"class {_text(name)} ({c + 1}/{k})",
+                                       progress=progress and f"class {label_text(name)} ({c + 1}/{k})",
                                        **train_options))
-        return _stacked(models, source.classes)
+        return _stacked(models, source)
 
 
-def _text(label):
-    """A label as the bars show it: a float by :g (3, 7.5), anything else as str."""
-    return f"{label:g}" if isinstance(label, (float, np.floating)) else str(label)
-
-
-def _stacked(models, classes):
-    """One one-vs-rest Model from the binary models of its classes."""
+def _stacked(models, source):
+    """One one-vs-rest Model from the binary models of the classes of ``source``."""
+    classes = source.classes
     params = {key: value for key, value in models[0].params.items() if key not in PER_CLASS_KEYS}
     params.update(
+        data=dict(models[0].params["data"], source=source.name,
+                  class_counts=[int(c) for c in source.class_counts()]),
         one_vs_rest=True,
         per_class=[dict({key: m.params.get(key) for key in PER_CLASS_KEYS}, label=label)
                    for label, m in zip(classes, models)],

@@ -18,7 +18,8 @@ from .api import open_source
 from .data import InMemorySource
 from .errors import ModelFileError
 from .model import Model
-from .objective.smooth_svm import SmoothSVMObjective, check_threads
+from .losses import get_loss
+from .objective.smooth_svm import SmoothSVMObjective, check_lam, check_threads
 from .solvers.common import check_seed
 from .solvers.sgd import (RATE_OPTIONS, SGDState, Schedule, check_delay_and_hogwild,
                           check_schedule, sgd_epoch)
@@ -74,8 +75,9 @@ class OnlineTrainer:
         pegasos = solver == "pegasos"
         project = pegasos if project is None else bool(project)
         check_delay_and_hogwild(delay, project, hogwild, fit_intercept)
+        get_loss(loss, sigma)  # refused now, not at the first partial_fit
         self.options = dict(
-            loss=loss if isinstance(loss, str) else loss.spec, sigma=sigma, lam=float(lam),
+            loss=loss if isinstance(loss, str) else loss.spec, sigma=sigma, lam=check_lam(lam),
             solver=solver, learning_rate="pegasos" if pegasos else (learning_rate or "optimal"),
             eta0=None if eta0 is None else float(eta0),
             power_t=None if power_t is None else float(power_t), average=average,

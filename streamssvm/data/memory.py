@@ -98,8 +98,8 @@ class InMemorySource(BlockSource):
         ValueError): NaN or infinite values, a column index outside the width, index
         pointers that decrease or pass the stored entries (scipy lets both through).
     y : array of shape (n_samples,)
-        Two distinct values: the smaller maps to -1, the larger to +1 (or as ``classes``
-        says). More than two: a multiclass source, whose labels are the indices of the
+        Numbers or text labels. Two distinct values: the smaller maps to -1, the larger to
+        +1 (or as ``classes`` says). More than two: a multiclass source, whose labels are the indices of the
         values in ``classes`` (default: the sorted distinct values). Integers that float64
         does not hold exactly (beyond 2**53) are refused.
     block_rows, block_nnz : int, optional
@@ -133,29 +133,37 @@ class InMemorySource(BlockSource):
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(f"{self.name}: y has shape {y.shape}, expected ({X.shape[0]},)")
-        if y.dtype.kind not in "biuf":
-            raise ValueError(f"{self.name}: labels must be numbers, got dtype {y.dtype}")
-        if not np.all(np.isfinite(y)):
+        # labels as text ("spam"): classes kept as str
+        text = y.dtype.kind in "US" or (y.dtype.kind == "O" and all(
+            isinstance(v, str) for v in y.tolist()))
+        if text:
+            y = y.astype(str)
+        elif y.dtype.kind not in "biuf":
+            raise ValueError(f"{self.name}: labels must be numbers or text, got dtype {y.dtype}")
+        elif not np.all(np.isfinite(y)):
             raise ValueError(f"{self.name}: y holds NaN or infinite labels")
-        check_exact_labels(y, f"{self.name}: y")
+        else:
+            check_exact_labels(y, f"{self.name}: y")
         if classes is not None:
-            check_exact_labels(classes, f"{self.name}: classes")
+            if not text:
+                check_exact_labels(classes, f"{self.name}: classes")
         else:
             classes = np.unique(y)
-            if len(classes) == 1 and classes[0] in (-1, 1):
+            if len(classes) == 1 and not text and classes[0] in (-1, 1):
                 classes = np.array([-1, 1])
             if len(classes) < 2:
                 raise ValueError(f"{self.name}: y must hold at least two distinct labels, "
                                  f"found {len(classes)}: {classes}")
-        classes = tuple(float(c) for c in classes)
-        if len(set(classes)) != len(classes) or len(classes) < 2 or not np.all(
-                np.isfinite(classes)):
+        classes = tuple(str(c) if text else float(c) for c in classes)
+        if len(set(classes)) != len(classes) or len(classes) < 2 or not (
+                text or np.all(np.isfinite(classes))):
             raise ValueError(f"{self.name}: classes must be at least two distinct finite "
                              f"values, got {classes}")
         unknown = ~np.isin(y, classes)
         if np.any(unknown):
-            raise ValueError(f"{self.name}: label {float(y[unknown][0]):g} is not one of "
-                             f"{classes}")
+            label = y[unknown][0]
+            shown = repr(str(label)) if text else f"{float(label):g}"
+            raise ValueError(f"{self.name}: label {shown} is not one of {classes}")
         if X.shape[1] > np.iinfo(np.int32).max:  # the indices would wrap below
             raise ValueError(f"{self.name}: X has {X.shape[1]} columns, more than the "
                              f"{np.iinfo(np.int32).max} that int32 column indices hold")

@@ -16,6 +16,11 @@ import scipy.sparse as sp
 from .checksum import digest
 
 
+def label_text(label):
+    """A label as messages show it: a number by %g (3, 7.5), text as it is."""
+    return f"{label:g}" if isinstance(label, (float, np.floating)) else str(label)
+
+
 @dataclass(frozen=True)
 class Block:
     """Rows ``row_start .. row_start + n_rows`` of a source.
@@ -205,7 +210,7 @@ class OneVsRestView(BlockSource):
             raise IndexError(f"{source.name}: class index {k} outside 0..{len(source.classes) - 1}")
         self.source, self.k = source, int(k)
         label = source.classes[k]
-        self.name = f"{source.name} (class {label:g} vs rest)"
+        self.name = f"{source.name} (class {label_text(label)} vs rest)"
         self.classes = (float("nan"), label)
         for attr in ("n_samples", "n_features", "nnz", "value_dtype", "row_offsets",
                      "in_memory"):

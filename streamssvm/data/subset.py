@@ -74,6 +74,10 @@ class RowSubset(BlockSource):
                                                               block.data, mask)
         return Block(k, row_start, indptr, indices, data, block.y[local])
 
+    def labels(self):
+        """The selected rows' labels, from the source's (a store reads its labels alone)."""
+        return self.source.labels()[self.rows]
+
     def read_block(self, k):
         if not 0 <= k < self.n_blocks:
             raise IndexError(f"{self.name}: block {k} outside 0..{self.n_blocks - 1}")

@@ -352,8 +352,9 @@ def _conjugate_many(code, b, sigma, theta, params, out):
 
 
 def parse_number(text):
-    """A number, or ``2^K`` with K an integer (the paper's widths, e.g. ``2^-3``) -> float."""
-    base, caret, exponent = text.strip().partition("^")
+    """A number, or ``2^K`` / ``2**K`` with K an integer (the paper's widths, e.g. ``2^-3``)
+    -> float."""
+    base, caret, exponent = text.strip().replace("**", "^", 1).partition("^")
     try:
         if not caret:
             return float(text)

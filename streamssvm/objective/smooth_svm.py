@@ -39,6 +39,7 @@ Streaming stays the path for data that does not fit.
 
 import dataclasses
 import functools
+import numbers
 import threading
 from dataclasses import dataclass
 
@@ -47,6 +48,7 @@ import numpy as np
 
 from .. import kernels
 from .._memory import available_memory_bytes, per_sample_array
+from .._names import named
 from .._progress import progress_iter
 from .._warn import warn
 from ..losses import get_loss
@@ -644,10 +646,15 @@ class SmoothSVMObjective:
 
 
 def check_lam(lam):
-    """``lam`` as a float if a positive finite number, else a ValueError."""
+    """``lam`` as a float if a positive finite real number, else a ValueError naming the
+    parameter (a string or None is no number, even one that float() would read)."""
+    if isinstance(lam, (bool, np.bool_)) or not isinstance(lam, numbers.Real):
+        raise ValueError(f"lambda ({named('lam')}) must be a positive finite number, got "
+                         f"{lam!r} of type {type(lam).__name__}")
     lam = float(lam)
     if not (np.isfinite(lam) and lam > 0):
-        raise ValueError(f"lambda must be a positive finite number, got {lam}")
+        raise ValueError(f"lambda must be a positive finite number, got {lam} "
+                         f"({named('lam')})")
     return lam
 
 

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._progress import progress_bar
+from .._progress import log_iteration, progress_bar
 from .._warn import warn
 from ..kernels import vector
 
@@ -293,6 +293,7 @@ class Run:
                              f"slope jumps at its kink: use sdca, sgd or pegasos, or a smooth "
                              f"hinge (psi_g, psi_m)")
         self.name, self.objective, self.max_iter = name, objective, max_iter
+        self.label = bar_label(name, progress)
         self.max_seconds, self.message = max_seconds, "max_iter reached"
         self.stopped, self._due = None, False
         self.start = time.perf_counter()
@@ -316,7 +317,7 @@ class Run:
             self.history = []
             self.iteration = 0
             self.record(0, True)
-        self.bar = progress_bar(progress, unit="it", desc=bar_label(name, progress))
+        self.bar = progress_bar(progress, unit="it", desc=self.label)
 
     def save(self, force=False, **scalars):
         """Checkpoint the current point, the history and the solver's ``scalars`` (if a
@@ -351,6 +352,7 @@ class Run:
                                  passes=self.objective.passes,
                                  seconds=time.perf_counter() - self.start, accepted=accepted,
                                  **extra))
+        log_iteration(self.label, self.history[-1])
 
     def searched(self, trial, cg_steps=0):
         """Whether a line search found a step (``trial``, its PointState, not None); if not,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._progress import progress_bar
+from .._progress import log_iteration, progress_bar
 from .._warn import warn
 from ..errors import CheckpointError
 from .common import (ConvergenceWarning, SolverResult, bar_label, check_max_seconds,
@@ -74,6 +74,7 @@ class EpochRun:
         self.divergence = divergence  # what :meth:`result` says when f is not finite
         check_max_seconds(max_seconds)
         self.name, self.objective = name, objective
+        self.label = bar_label(name, progress)
         self.max_iter, self.eval_every, self.max_seconds = max_iter, eval_every, max_seconds
         self.rng = np.random.default_rng(check_seed(seed))
         self.start = time.perf_counter()
@@ -112,7 +113,7 @@ class EpochRun:
                 self._start = start()
                 self._record(passes=passes + 1)
         self.bar = progress_bar(progress, total=max_iter, initial=self.epoch, unit="epoch",
-                                desc=bar_label(name, progress))
+                                desc=self.label)
 
     def started(self):
         """Take the start state (the stopping threshold, f and ||grad|| at the start in the
@@ -164,6 +165,7 @@ class EpochRun:
         if self.state is not None:
             entry.update(f=self.state.f, grad_norm=self.state.grad_norm)
         self.history.append(entry)
+        log_iteration(self.label, entry)
 
     def next_epoch(self):
         """True while another epoch is due (not converged, epochs and time left)."""

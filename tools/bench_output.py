@@ -1,0 +1,63 @@
+"""What every benchmark writes beside the figures it prints: one JSON file with the
+figures, the command that made them, the machine, the package versions and the date, so
+that docs/benchmarks.md is rendered from data (tools/render_benchmarks.py), never typed."""
+
+import datetime
+import json
+import os
+import platform
+import sys
+from importlib import metadata
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS_DIR = os.path.join(REPO_ROOT, "benchmarks")
+PACKAGES = ("streamssvm", "numpy", "scipy", "numba", "h5py", "scikit-learn",
+            "liblinear-official", "vowpalwabbit")
+
+
+def machine():
+    """The CPU's model name, the cores this process may use, the memory, the OS."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            model = next((line.split(":", 1)[1].strip() for line in fh
+                          if line.startswith("model name")), model)
+    except OSError:
+        pass
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError):
+        memory = None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"cpu": model, "cores": cores, "memory_gib": None if memory is None
+            else round(memory / 2 ** 30, 1), "os": platform.platform(),
+            "python": platform.python_version()}
+
+
+def versions():
+    """Installed versions of the packages a benchmark compares (None: not installed)."""
+    found = {}
+    for name in PACKAGES:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def write(name, figures, path=None):
+    """Write ``figures`` (JSON-serialisable) as benchmark ``name`` to ``path`` (default
+    benchmarks/NAME.json) with the command, machine, versions and date; returns the path."""
+    path = path or os.path.join(RESULTS_DIR, f"{name}.json")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    record = {"benchmark": name,
+              "command": " ".join(["python", os.path.relpath(sys.argv[0], REPO_ROOT),
+                                   *sys.argv[1:]]),
+              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "machine": machine(), "versions": versions(), "figures": figures}
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as fh:
+        json.dump(record, fh, indent=1, default=float)
+        fh.write("\n")
+    os.replace(tmp, path)
+    return path
