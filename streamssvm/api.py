@@ -10,7 +10,8 @@ from ._interrupt import interrupts_after_compiling
 from ._names import named
 from ._progress import closing_bars
 from .data import BlockSource, InMemorySource, Store, StoreSet
-from .data.storeset import names_stores, open_stores
+from .data.storeset import index_base, names_stores, open_stores
+from .data.textcache import store_paths
 from .data.checksum import digest
 from .model import Model
 from .objective import SmoothSVMObjective
@@ -34,14 +35,18 @@ def check_w0_shape(w0, n_features, fit_intercept, n_classes=None):
 
 
 @contextlib.contextmanager
-def open_source(data, y=None, client=None, check=None):
+def open_source(data, y=None, client=None, check=None, progress=True):
     """A BlockSource for a store path, a list of store paths (read as one), a BlockSource,
     or a matrix with labels ``y``; with a Dask ``client``, the stores held by its workers.
-    ``check(source)``, if given, is called as soon as the source is open, before any read
-    (with a client, on the stores opened on the driver, before the workers are asked)."""
+    A path of svmlight text stands for its store, converted once and kept (announced with
+    ``progress``; :mod:`streamssvm.data.textcache`). ``check(source)``, if given, is called
+    as soon as the source is open, before any read (with a client, on the stores opened on
+    the driver, before the workers are asked)."""
     paths = names_stores(data)
     if paths and y is not None:
         raise ValueError("y is given with a store path: the store holds its own labels")
+    if paths:  # the workers of a client open the stores by these paths
+        data = store_paths(data, progress=progress)
     if client is not None:
         if not (paths or isinstance(data, (Store, StoreSet))):
             raise ValueError(f"{getattr(data, 'name', 'a matrix')}: training with a Dask client "
@@ -81,7 +86,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     data : str, path-like or list of them, BlockSource, or array / sparse matrix
         A store made by ``convert_svmlight``, several (same width and labels, read as one in
         the order given), any block source, or an in-memory matrix of shape
-        (n_samples, n_features).
+        (n_samples, n_features). svmlight text in place of a store is converted once into a
+        store kept for the next calls (:mod:`streamssvm.data.textcache`).
     y : array of shape (n_samples,), optional
         Labels (two distinct values) when ``data`` is a matrix.
     loss : str or Loss
@@ -124,7 +130,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
         Kernel threads (default all cores numba sees).
     progress : bool or str
         tqdm bars (a str: the solver's label, before its name), closed however the call
-        ends (an exception or Ctrl-C too).
+        ends (an exception or Ctrl-C too); and a line on stderr for text converted or
+        reused.
     sample_weight : array of shape (n_samples,), optional
         The row weights c_i >= 0 (default 1): LIBLINEAR's per-row C_i = c_i / (lam n).
         Not with the stochastic solvers. Class weights: see ``train_one_vs_rest``.
@@ -192,7 +199,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     check = None if w0 is None else (  # as soon as the width is known
         lambda source: check_w0_shape(w0, source.n_features, fit_intercept))
     with threadpool_limits(1, user_api="blas"), closing_bars(), \
-            open_source(data, y, client, check) as source:
+            open_source(data, y, client, check, progress) as source:
         chosen = solver == "auto"
         if chosen:
             solver = choose_solver(get_loss(loss, sigma), source.n_samples, source.n_features,
@@ -258,7 +265,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
             n_iter += result.n_iter
             cached_sweeps += objective.cached_sweeps
             w0 = result.w
-        classes = source.classes
+        classes, zero_based = source.classes, index_base(source)
     w = result.w
     coef = w[:objective.n_features]
     intercept = w[-1] * objective.bias if fit_intercept else 0.0
@@ -271,7 +278,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
                   converged=result.converged, message=result.message, n_iter=n_iter,
                   passes=passes, cached_sweeps=cached_sweeps, seconds=seconds,
                   sigma_path=list(sigma_path), objective=result.f,
-                  grad_norm=result.grad_norm,
+                  grad_norm=result.grad_norm, zero_based=zero_based,
                   **{k: v for k, v in solver_options.items() if k != "checkpoint"})
     return Model(np.array(coef), intercept, classes, params, history)
 
