@@ -12,7 +12,8 @@ from ._names import named
 from ._progress import closing_bars, iteration_log
 from .data import BlockSource, InMemorySource, Store, StoreSet
 from .data.source import label_text
-from .data.storeset import names_stores, open_stores
+from .data.storeset import index_base, names_stores, open_stores
+from .data.textcache import store_paths
 from .data.checksum import digest
 from .model import Model
 from .objective import SmoothSVMObjective
@@ -48,14 +49,18 @@ def check_both_classes(source, counts):
 
 
 @contextlib.contextmanager
-def open_source(data, y=None, client=None, check=None):
+def open_source(data, y=None, client=None, check=None, progress=True):
     """A BlockSource for a store path, a list of store paths (read as one), a BlockSource,
     or a matrix with labels ``y``; with a Dask ``client``, the stores held by its workers.
-    ``check(source)``, if given, is called as soon as the source is open, before any read
-    (with a client, on the stores opened on the driver, before the workers are asked)."""
+    A path of svmlight text stands for its store, converted once and kept (announced with
+    ``progress``; :mod:`streamssvm.data.textcache`). ``check(source)``, if given, is called
+    as soon as the source is open, before any read (with a client, on the stores opened on
+    the driver, before the workers are asked)."""
     paths = names_stores(data)
     if paths and y is not None:
         raise ValueError("y is given with a store path: the store holds its own labels")
+    if paths:  # the workers of a client open the stores by these paths
+        data = store_paths(data, progress=progress)
     if client is not None:
         if not (paths or isinstance(data, (Store, StoreSet))):
             raise ValueError(f"{getattr(data, 'name', 'a matrix')}: training with a Dask client "
@@ -95,7 +100,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     data : str, path-like or list of them, BlockSource, or array / sparse matrix
         A store made by ``convert_svmlight``, several (same width and labels, read as one in
         the order given), any block source, or an in-memory matrix of shape
-        (n_samples, n_features).
+        (n_samples, n_features). svmlight text in place of a store is converted once into a
+        store kept for the next calls (:mod:`streamssvm.data.textcache`).
     y : array of shape (n_samples,), optional
         Labels (two distinct values) when ``data`` is a matrix.
     loss : str or Loss
@@ -138,7 +144,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
         Kernel threads (default all cores numba sees).
     progress : bool or str
         tqdm bars (a str: the solver's label, before its name), closed however the call
-        ends (an exception or Ctrl-C too).
+        ends (an exception or Ctrl-C too); and a line on stderr for text converted or
+        reused.
     verbose : bool
         Print one line per iteration (epoch) on the standard error, as LIBLINEAR does:
         f, ||grad||, CG steps, trust radius or step, passes and seconds.
@@ -211,7 +218,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
         lambda source: check_w0_shape(w0, source.n_features, fit_intercept))
     with threadpool_limits(1, user_api="blas"), closing_bars(), \
             iteration_log(sys.stderr if verbose else None), \
-            open_source(data, y, client, check) as source:
+            open_source(data, y, client, check, progress) as source:
         class_counts = [int(c) for c in source.class_counts()]
         check_both_classes(source, class_counts)
         chosen = solver == "auto"
@@ -283,7 +290,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
         classes = source.classes
         data_record = dict(source=source.name, n_samples=source.n_samples,
                            n_features=source.n_features, nnz=source.nnz,
-                           class_counts=class_counts)
+                           class_counts=class_counts, zero_based=index_base(source))
     w = result.w
     coef = w[:objective.n_features]
     intercept = w[-1] * objective.bias if fit_intercept else 0.0

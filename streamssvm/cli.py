@@ -29,7 +29,9 @@ from ._atomic import check_output, clean_stale, is_stdout, open_output
 from ._interrupt import interrupts_after_compiling
 from ._names import options_named
 from .data.store import COMPRESSIONS, INT32_MAX, LEVELLED, Store
+from .data.storeset import open_stores
 from .data.svmlight import check_block_size, check_n_features
+from .data.textcache import CACHE_DIR_ENV, store_paths
 from .losses.registry import check_width, parse_number
 from .multiclass import check_class_weights
 from .objective.smooth_svm import check_hessian_sample, check_lam, check_threads
@@ -333,14 +335,26 @@ def cmd_verify(args):
 
 
 # --- train ------------------------------------------------------------------------------------
+def _add_cache_dir(p):
+    """--cache-dir, of the commands that take svmlight text for a store."""
+    p.add_argument("--cache-dir", metavar="DIR",
+                   help="keep the stores converted from svmlight text here (default: "
+                        f"${CACHE_DIR_ENV} if set, else beside the text under a hidden name, "
+                        "else ~/.cache/streamssvm when its folder is not writable)")
+
+
 def _add_train(subparsers):
     from .losses import LOSS_NAMES
 
     p = subparsers.add_parser(
         "train", help="train a linear classifier on a store",
-        description="Minimise lambda/2 ||w||^2 + (1/n) sum psi(y_i w.x_i), streaming the store.")
+        description="Minimise lambda/2 ||w||^2 + (1/n) sum psi(y_i w.x_i), streaming the store. "
+                    "svmlight/libsvm text given for a store is converted once into a store "
+                    "kept for the next runs (any number of classes; reused while the text is "
+                    "unchanged).")
     p.add_argument("store", metavar="STORE", nargs="+",
-                   help="a store; several (same width and labels) are read as one")
+                   help="a store or svmlight text; several (same width and labels) are read "
+                        "as one")
     p.add_argument("-o", "--output", required=True, metavar="MODEL",
                    help="model file (.npz), or - for the standard output")
     p.add_argument("--loss", default="psi_g",
@@ -417,6 +431,7 @@ def _add_train(subparsers):
                    help="train on the workers of this Dask scheduler (e.g. tcp://host:8786): "
                         "each opens its blocks of the stores by the same paths (a shared "
                         "filesystem; docs/DISTRIBUTED.md); needs streamssvm[dask]")
+    _add_cache_dir(p)
     p.add_argument("--overwrite", action="store_true", help="replace MODEL if it exists")
     p.add_argument("--quiet", action="store_true", help="no progress bars, no summary")
     p.add_argument("--verbose", action="store_true",
@@ -511,6 +526,7 @@ def cmd_train(args):
     from .multiclass import train_one_vs_rest
 
     check_output(args.output, args.overwrite, args.store)  # before the training, not after
+    args.store = store_paths(args.store, cache_dir=args.cache_dir, progress=not args.quiet)
     if len(args.store) == 1:
         args.store = args.store[0]
     if args.checkpoint and os.path.realpath(args.checkpoint) == os.path.realpath(args.output):
@@ -551,7 +567,9 @@ def _add_predict(subparsers):
                     "labels; with -o, write one prediction per line (the original labels, or "
                     "with --decision the decision values).")
     p.add_argument("model", metavar="MODEL")
-    p.add_argument("store", metavar="STORE")
+    p.add_argument("store", metavar="STORE",
+                   help="a store, or svmlight text (converted like the model's training data: "
+                        "its width, labels and index base; kept for the next runs)")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write predictions here: a file (whole or not at all), - for the "
                         "standard output (the accuracy then goes to the standard error), or "
@@ -561,6 +579,7 @@ def _add_predict(subparsers):
                         "(> 0: the training store's +1 label); more, one column per class in "
                         "the model's class order, the training store's as 'streamssvm info "
                         "STORE' lists them (increasing label values for a converted file)")
+    _add_cache_dir(p)
     p.add_argument("--overwrite", action="store_true", help="replace FILE if it exists")
     p.set_defaults(func=cmd_predict)
 
@@ -574,7 +593,7 @@ def cmd_predict(args):
     elif args.decision:
         raise ValueError("--decision says what to write to -o FILE: give one")
     model = Model.load(args.model)
-    with Store(args.store) as store:
+    with open_stores(args.store, like=model.text_options(), cache_dir=args.cache_dir) as store:
         decision, labels = model.decision_and_labels(store)
         accuracy = model.accuracy(decision, labels, store.classes)
         unknown = model.unknown_labels(labels, store.classes, args.store)

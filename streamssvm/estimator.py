@@ -18,6 +18,7 @@ import scipy.sparse as sp
 from ._interrupt import interrupts_after_compiling
 from .data import InMemorySource, Store
 from .data.memory import check_exact_labels
+from .data.storeset import open_stores
 from .model import Model
 from .multiclass import train_one_vs_rest
 from .objective.smooth_svm import NO_ROW_WEIGHTS
@@ -159,7 +160,9 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
     Notes
     -----
     ``fit``, ``predict``, ``decision_function`` and ``score`` also take the path of a store
-    (``y=None``: the store holds the labels), streamed block by block. ``partial_fit``
+    (``y=None``: the store holds the labels), streamed block by block, or of svmlight text
+    (converted once into a store kept for the next calls, announced with ``verbose``:
+    :mod:`streamssvm.data.textcache`). ``partial_fit``
     exists for ``solver="sgd"`` and ``"pegasos"``.
     """
 
@@ -206,7 +209,7 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         """
         if _is_path(X):
             _refuse_labels(X, y)
-            with Store(X) as store:
+            with open_stores(X, progress=bool(self.verbose)) as store:
                 self._check_warm_start_width(store)
                 present = [c for c, k in zip(store.classes, store.class_counts()) if k]
                 self._check_two_classes(present, f"{X}: ")
@@ -455,7 +458,8 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
             return super().score(X, y, sample_weight=sample_weight)
         _refuse_labels(X, y)
         self._check_fitted()
-        with Store(X) as store:
+        with open_stores(X, like=self.model_.text_options(),
+                         progress=bool(self.verbose)) as store:
             scores, labels = self.model_.decision_and_labels(store)
             truth = np.asarray(store.classes)[_class_indices(store, labels)]
         return float(np.average(self._labels_of(scores) == truth, weights=sample_weight))

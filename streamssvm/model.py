@@ -20,6 +20,7 @@ from ._warn import warn
 from .errors import ModelFileError
 from .data import BlockSource, InMemorySource
 from .data.storeset import names_stores, open_stores
+from .data.textcache import conversion_options
 from .data.memory import as_csr
 
 MODEL_FORMAT = "streamssvm.model"
@@ -93,6 +94,16 @@ class Model:
         if self.multiclass:
             return np.ascontiguousarray(np.vstack([self.coef_.T, self.intercept_]))
         return np.append(self.coef_, self.intercept_)
+
+    def text_options(self):
+        """How svmlight text is converted to this model's inputs: to its width, its classes
+        and the index base of its training text (unknown: detected), as ``convert --like``
+        the training store does; ``like`` of :func:`~streamssvm.data.storeset.open_stores`."""
+        base = (self.params.get("data") or {}).get("zero_based")
+        numeric = self.classes_.dtype.kind == "f" and np.all(np.isfinite(self.classes_))
+        classes = self.classes_ if numeric else None
+        return conversion_options(self.n_features_in_, classes,
+                                  base if base in (True, False) else "auto")
 
     def decision_and_labels(self, source):
         """Decision values (shape (n_samples,), or (n_samples, n_classes) one-vs-rest) and
@@ -192,14 +203,15 @@ class Model:
         Parameters
         ----------
         X : array or sparse matrix of shape (n_samples, n_features), a BlockSource, or
-            stores (a path or a list, as ``train_stream`` takes; streamed block by block).
+            stores (a path or a list, as ``train_stream`` takes; streamed block by block;
+            svmlight text converted as :meth:`text_options` says, once, kept).
 
         Returns
         -------
         array of shape (n_samples,), or (n_samples, n_classes) one-vs-rest
         """
         if names_stores(X):
-            with open_stores(X) as stores:
+            with open_stores(X, like=self.text_options()) as stores:
                 return self.decision_and_labels(stores)[0]
         if isinstance(X, BlockSource):
             return self.decision_and_labels(X)[0]
@@ -217,7 +229,7 @@ class Model:
         a list, as ``train_stream`` takes) or a source with their own labels (``y``
         omitted; a UserWarning if some are none of ``classes_``)."""
         if y is None:
-            source = open_stores(X) if names_stores(X) else X
+            source = open_stores(X, like=self.text_options()) if names_stores(X) else X
             if not isinstance(source, BlockSource):
                 raise ValueError("score needs labels y unless X is a store or a BlockSource")
             try:

@@ -113,7 +113,8 @@ def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0
     check = None if w0 is None else (  # as soon as the width is known: before any read
         lambda source: check_w0_shape(w0, source.n_features, train_options.get("fit_intercept"),
                                       len(source.classes) if source.multiclass else None))
-    with open_source(data, y, check=check) as source:
+    with open_source(data, y, check=check,
+                     progress=train_options.get("progress", True)) as source:
         if sample_weight is not None and np.shape(sample_weight) != (source.n_samples,):
             raise ValueError(f"{source.name}: sample_weight has shape "
                              f"{np.shape(sample_weight)}, expected ({source.n_samples},)")

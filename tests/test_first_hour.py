@@ -130,7 +130,8 @@ def test_model_summary_and_info(data, tmp_path, capsys):
     with streamssvm.Store(store) as s:
         assert summary["data"] == dict(source=str(store), n_samples=s.n_samples,
                                        n_features=s.n_features, nnz=s.nnz,
-                                       class_counts=s.class_counts().tolist())
+                                       class_counts=s.class_counts().tolist(),
+                                       zero_based=False)
     assert summary["training"]["lam"] == 1e-3 and summary["training"]["loss"] == "psi_g"
     assert summary["result"]["converged"] and summary["result"]["n_iter"] == model.params["n_iter"]
     order = np.argsort(model.coef_)

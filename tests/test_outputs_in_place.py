@@ -125,8 +125,9 @@ def test_convert_reads_the_standard_input(tmp_path, data, python_env):
     assert bad.returncode == 1 and bad.stderr.startswith("streamssvm: error: <stdin>: line 1")
 
 
-def test_a_store_or_checkpoint_must_be_a_regular_file(tmp_path, data, capsys):
+def test_a_store_or_checkpoint_must_be_a_regular_file(tmp_path, data, capsys, monkeypatch):
     src, store, _ = data
+    monkeypatch.chdir(tmp_path)  # where a "-" would be written
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     for argv in (["convert", str(src), "-"], ["convert", str(src), str(fifo)],

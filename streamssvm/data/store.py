@@ -479,7 +479,13 @@ class Store(BlockSource):
             # as open() words it: h5py's text repeats HDF5's internals
             raise type(exc)(exc.errno, os.strerror(exc.errno), self.path) from None
         except OSError as exc:
-            raise StoreError(f"{self.path}: not a readable HDF5 store ({exc})") from exc
+            with open(self.path, "rb") as fh:
+                head = fh.read(16)
+            if head.startswith(b"\x89HDF\r\n\x1a\n"):  # HDF5's signature: a damaged file
+                raise StoreError(f"{self.path}: not a readable HDF5 store ({exc})") from exc
+            raise StoreError(f"{self.path}: not a readable HDF5 store (not an HDF5 file: it "
+                             f"starts with {head!r}); a store is made from svmlight/libsvm "
+                             f"text by `streamssvm convert IN OUT`") from exc
         try:
             self._open()
         except Exception as exc:

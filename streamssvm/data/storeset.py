@@ -11,8 +11,9 @@ from dataclasses import replace
 import numpy as np
 
 from .checksum import digest
-from .source import BlockSource
+from .source import BlockSource, OneVsRestView
 from .store import Store, StoreError
+from .textcache import CONVERT_HINT, store_paths
 
 
 def _is_piece(part):
@@ -22,16 +23,44 @@ def _is_piece(part):
 
 
 def names_stores(data):
-    """True if ``data`` names stores: a path, or a non-empty list of paths and ``(path,
-    first, stop)`` block ranges (what :func:`open_stores` opens)."""
+    """True if ``data`` names stores: a path (of a store or of svmlight text), or a non-empty
+    list of paths and ``(path, first, stop)`` block ranges (what :func:`open_stores`
+    opens)."""
     return isinstance(data, (str, os.PathLike)) or (
         isinstance(data, (list, tuple)) and len(data) > 0 and all(map(_is_piece, data)))
 
 
-def open_stores(data):
+def open_stores(data, like=None, cache_dir=None, progress=True):
     """The source that ``data`` names (see :func:`names_stores`): a Store for one path,
-    else a StoreSet."""
-    return Store(data) if isinstance(data, (str, os.PathLike)) else StoreSet(data)
+    else a StoreSet. A path of svmlight text stands for its store, converted once and kept
+    (:func:`~streamssvm.data.textcache.store_path`, which takes ``like``, ``cache_dir`` and
+    ``progress``)."""
+    data = store_paths(data, like, cache_dir, progress)
+    return _open_store(data) if isinstance(data, (str, os.PathLike)) else StoreSet(data)
+
+
+def index_base(source):
+    """The index base of the svmlight text that the stores of ``source`` (a Store, a
+    StoreSet, or a one-vs-rest view of one) were converted from: True zero-based, False
+    one-based; None if they do not say or disagree, or ``source`` is not stores."""
+    while isinstance(source, OneVsRestView):
+        source = source.source
+    stores = ([source] if isinstance(source, Store) else
+              list(source._stores.values()) if isinstance(source, StoreSet) else [])
+    bases = {store.metadata["options"].get("zero_based") for store in stores}
+    base = bases.pop() if len(bases) == 1 else None
+    return base if base in (True, False) else None
+
+
+def _open_store(path):
+    """``Store(path)``; an HDF5 file that is not a store says how to make one."""
+    try:
+        return Store(path)
+    except StoreError as exc:
+        if "not a streamssvm store" not in str(exc):
+            raise
+        raise StoreError(f"{exc}; {CONVERT_HINT} (train and predict also take the text "
+                         f"itself)") from None
 
 
 class StoreSet(BlockSource):
@@ -70,7 +99,7 @@ class StoreSet(BlockSource):
             for path, first, stop in parts:
                 path = os.path.abspath(os.fspath(path))
                 if path not in self._stores:
-                    self._stores[path] = Store(path)
+                    self._stores[path] = _open_store(path)
                 n_blocks = self._stores[path].n_blocks
                 stop = n_blocks if stop is None else int(stop)
                 if not 0 <= int(first) <= stop <= n_blocks:
