@@ -21,6 +21,7 @@ from ._jit_cache import clear_stale_cache
 clear_stale_cache()
 
 from .api import train_stream
+from .calibration import calibrated
 from .data import (InMemorySource, Store, StoreError, StoreWriter, SvmlightFormatError,
                    convert_svmlight)
 from .losses import Loss, get_loss
@@ -30,8 +31,8 @@ from .online import OnlineTrainer
 from .solvers import ConvergenceWarning
 
 __all__ = ["ConvergenceWarning", "InMemorySource", "Loss", "Model", "OnlineTrainer", "SmoothSVC",
-           "Store", "StoreError", "StoreWriter", "SvmlightFormatError", "convert_svmlight",
-           "get_loss", "train_one_vs_rest", "train_stream", "__version__"]
+           "Store", "StoreError", "StoreWriter", "SvmlightFormatError", "calibrated",
+           "convert_svmlight", "get_loss", "train_one_vs_rest", "train_stream", "__version__"]
 
 
 def __getattr__(name):

@@ -4,7 +4,9 @@ The model file is a NumPy ``.npz`` archive read with ``allow_pickle=False``: arr
 ``coef`` (n_features,), ``intercept`` (), ``classes`` (2,), and ``meta``, a JSON string
 with the training parameters and the per-iteration history (version 1). A one-vs-rest
 model over k > 2 classes (version 2) has ``coef`` (k, n_features), ``intercept`` (k,),
-``classes`` (k,), and one parameter set and history per class.
+``classes`` (k,), and one parameter set and history per class. A calibrated model's meta
+also holds ``calibration``, its Platt sigmoids (:meth:`Platt.to_json
+<streamssvm.calibration.Platt.to_json>`); a file without it loads as a model without one.
 """
 
 import json
@@ -18,6 +20,8 @@ from ._interrupt import interrupts_after_compiling
 from ._json import json_default
 from ._npz import load_npz
 from ._warn import warn
+from .calibration import (Platt, check_calibration, check_every_class, check_probabilities,
+                          class_probabilities, held_out_decisions)
 from .data import BlockSource, InMemorySource
 from .data.storeset import names_stores, open_stores
 from .data.memory import as_csr
@@ -56,9 +60,12 @@ class Model:
         with its class's ``"label"``.
     history : list of dict
         One entry per solver iteration (one-vs-rest: each carries its class's ``"label"``).
+    calibration : Platt or None
+        Platt's sigmoids that :meth:`predict_proba` applies (:meth:`calibrate`,
+        :func:`streamssvm.calibrated`); None: probabilities only for the logistic loss.
     """
 
-    def __init__(self, coef, intercept, classes, params=None, history=None):
+    def __init__(self, coef, intercept, classes, params=None, history=None, calibration=None):
         self.coef_ = np.asarray(coef, dtype=np.float64)
         self.classes_ = np.asarray(classes, dtype=np.float64).reshape(-1)
         k = len(self.classes_)
@@ -76,6 +83,8 @@ class Model:
             raise ValueError("coef or intercept holds NaN or infinite values")
         self.params = dict(params or {})
         self.history = list(history or [])
+        check_calibration(calibration, k)
+        self.calibration = calibration
 
     @property
     def multiclass(self):
@@ -198,15 +207,64 @@ class Model:
             raise ValueError(f"y has shape {y.shape}, X has {len(predicted)} rows")
         return float(np.mean(predicted == y))
 
+    # -- probabilities -------------------------------------------------------------------------
+    @interrupts_after_compiling()
+    def predict_proba(self, X):
+        """Class probabilities: Platt's sigmoids of the decision values if the model has a
+        ``calibration``, else the logistic loss's own (see :mod:`streamssvm.calibration`);
+        a ValueError saying how to calibrate for any other loss.
+
+        Parameters
+        ----------
+        X : as for :meth:`decision_function`
+
+        Returns
+        -------
+        array of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``; each row sums to 1.
+        """
+        check_probabilities(self)  # before X is read
+        return class_probabilities(self, self.decision_function(X))
+
+    @interrupts_after_compiling()
+    def calibrate(self, X, y=None, sample_weight=None):
+        """Fit Platt's sigmoids (one per binary problem) on held-out data: rows the model
+        was not trained on, of every class. Replaces any calibration; a logistic model's
+        probabilities are then Platt's too.
+
+        Parameters
+        ----------
+        X : array or sparse matrix of shape (n_samples, n_features) with labels ``y`` (values
+            of ``classes_``), or stores (a path or a list) or a BlockSource with their own
+            labels (``y`` omitted).
+        sample_weight : array of shape (n_samples,), optional
+            Row weights of the fit (a weight counts as that many copies of the row).
+
+        Returns
+        -------
+        self
+        """
+        decision, class_index, name = held_out_decisions(self, X, y)
+        check_every_class(class_index, self.classes_, name)
+        self.calibration = Platt.fit(decision, class_index, sample_weight, method="held_out",
+                                     data=name)
+        return self
+
     def save(self, path, overwrite=True):
         """Write the model to ``path`` (``.npz``; whole or not at all)."""
         meta = json.dumps({"format": MODEL_FORMAT, "version": 2 if self.multiclass else 1,
-                           "params": self.params, "history": self.history},
+                           "params": self.params, "history": self.history,
+                           **self._calibration_meta()},
                           default=json_default)
         with atomic_output(path, overwrite=overwrite) as tmp:
             with open(tmp, "wb") as fh:
                 np.savez(fh, coef=self.coef_, intercept=np.asarray(self.intercept_, np.float64),
                          classes=self.classes_, meta=np.array(meta))
+
+    def _calibration_meta(self):
+        """What ``meta`` records of the calibration: nothing without one (the file reads as
+        before calibrations existed)."""
+        return {} if self.calibration is None else {"calibration": self.calibration.to_json()}
 
     @classmethod
     def load(cls, path):
@@ -223,7 +281,7 @@ class Model:
                 if not np.all(np.isfinite(z["classes"])):
                     raise ValueError(f"classes {z['classes'].tolist()} are not all finite")
                 return cls(z["coef"], z["intercept"], z["classes"], meta["params"],
-                           meta["history"])
+                           meta["history"], Platt.from_json(meta.get("calibration")))
         except OPEN_ERRORS:
             raise
         except READ_ERRORS as exc:
