@@ -21,6 +21,7 @@ from ._jit_cache import clear_stale_cache
 clear_stale_cache()
 
 from .api import train_stream
+from .calibration import calibrated
 from .data import (InMemorySource, Store, StoreError, StoreWriter, SvmlightFormatError,
                    convert_svmlight)
 from .errors import CheckpointError, FileFormatError, ModelFileError
@@ -31,8 +32,9 @@ from .online import OnlineTrainer
 from .solvers import ConvergenceWarning
 
 __all__ = ["CheckpointError", "ConvergenceWarning", "FileFormatError", "InMemorySource", "Loss",
-           "Model", "ModelFileError", "OnlineTrainer", "SmoothSVC", "Store", "StoreError", "StoreWriter", "SvmlightFormatError", "convert_svmlight",
-           "get_loss", "train_one_vs_rest", "train_stream", "__version__"]
+           "Model", "ModelFileError", "OnlineTrainer", "SmoothSVC", "Store", "StoreError",
+           "StoreWriter", "SvmlightFormatError", "calibrated", "convert_svmlight", "get_loss",
+           "train_one_vs_rest", "train_stream", "__version__"]
 
 
 def __getattr__(name):

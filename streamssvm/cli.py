@@ -16,6 +16,7 @@ Output into a closed pipe ends the command quietly, with status 1. Ctrl-C ends i
 import argparse
 import contextlib
 import errno
+import functools
 import inspect
 import os
 import sys
@@ -28,6 +29,7 @@ from . import __version__
 from ._atomic import check_output, clean_stale, is_stdout, open_output
 from ._interrupt import interrupts_after_compiling
 from ._names import options_named
+from .calibration import check_n_folds
 from .data.store import COMPRESSIONS, INT32_MAX, LEVELLED, Store
 from .data.storeset import open_stores
 from .data.svmlight import check_block_size, check_n_features
@@ -431,6 +433,17 @@ def _add_train(subparsers):
                    help="train on the workers of this Dask scheduler (e.g. tcp://host:8786): "
                         "each opens its blocks of the stores by the same paths (a shared "
                         "filesystem; docs/DISTRIBUTED.md); needs streamssvm[dask]")
+    calibration = p.add_mutually_exclusive_group()
+    calibration.add_argument("--calibrate", type=_checked(check_n_folds, "an integer >= 2", int),
+                             metavar="K",
+                             help="fit Platt's sigmoid for 'predict --probability' on decision "
+                                  "values cross-fitted over K stratified folds of the rows "
+                                  "(K + 1 trainings; not with --checkpoint, --scheduler)")
+    calibration.add_argument("--calibration-data", metavar="STORE",
+                             help="fit Platt's sigmoid for 'predict --probability' on this "
+                                  "held-out store (converted --like the training store)")
+    p.add_argument("--calibration-seed", type=_checked(check_seed, "an integer >= 0", int),
+                   metavar="N", help="seed of --calibrate's folds (default 0)")
     _add_cache_dir(p)
     p.add_argument("--overwrite", action="store_true", help="replace MODEL if it exists")
     p.add_argument("--quiet", action="store_true", help="no progress bars, no summary")
@@ -466,7 +479,9 @@ def _checkpoint_options(args):
 # --hogwild with --intercept)
 TRAIN_OPTIONS = {"loss": "--loss", "sigma": "--sigma", "sigma_path": "--sigma-path",
                  "lam": "--lam", "step": "--step", "class_weight": "--class-weight",
-                 "fit_intercept": "--intercept", "delay": "--delay", "hogwild": "--hogwild"}
+                 "fit_intercept": "--intercept", "delay": "--delay", "hogwild": "--hogwild",
+                 "cv": "--calibrate", "calibration_data": "--calibration-data",
+                 "checkpoint": "--checkpoint", "client": "--scheduler"}
 
 # train's options for the solver (argparse's dests, train_stream's names; --step is also
 # sgd's eta0); left out, they are None
@@ -522,6 +537,33 @@ def _dask_client(address):
         yield client
 
 
+def _calibrated_training(args):
+    """``calibrated`` with the folds or the held-out store that --calibrate or
+    --calibration-data give, or None without either."""
+    from .calibration import calibrated
+
+    if not (args.calibrate or args.calibration_data):
+        if args.calibration_seed is not None:
+            raise ValueError("--calibration-seed needs --calibrate K")
+        return None
+    if args.calibration_data:
+        if args.calibration_seed is not None:
+            raise ValueError("--calibration-seed is for --calibrate K, not --calibration-data")
+        check_output(args.output, args.overwrite, [args.calibration_data])
+        return functools.partial(calibrated, calibration_data=args.calibration_data)
+    return functools.partial(calibrated, cv=args.calibrate,
+                             seed=0 if args.calibration_seed is None else args.calibration_seed)
+
+
+def _calibration_summary(platt):
+    """One line: how the model's Platt sigmoids were fitted, and their A, B."""
+    fitted = platt.fitted
+    how = (f"{fitted['folds']}-fold cross-fitted decision values (seed {fitted['seed']})"
+           if fitted.get("method") == "cross_fit" else f"held-out {fitted.get('data')}")
+    pairs = ", ".join(f"A {a:.6g} B {b:.6g}" for a, b in zip(platt.a, platt.b))
+    return f"Platt's sigmoid on {how}, {fitted.get('n_samples'):,} rows: {pairs}"
+
+
 def cmd_train(args):
     from .multiclass import train_one_vs_rest
 
@@ -533,8 +575,9 @@ def cmd_train(args):
         raise ValueError(f"--checkpoint {args.checkpoint} is the model file -o {args.output}: "
                          f"give it another name")
     options = dict(_solver_options(args), **_checkpoint_options(args))
+    train = _calibrated_training(args) or train_one_vs_rest
     with _dask_client(args.scheduler) as client, options_named(TRAIN_OPTIONS):
-        model = train_one_vs_rest(args.store, class_weight=args.class_weight, loss=args.loss,
+        model = train(args.store, class_weight=args.class_weight, loss=args.loss,
                                   sigma=args.sigma, sigma_path=args.sigma_path, lam=args.lam,
                                   solver=args.solver, tol=args.tol, abs_tol=args.abs_tol,
                                   liblinear_tol=args.liblinear_tol, max_iter=args.max_iter,
@@ -556,6 +599,8 @@ def cmd_train(args):
                   f" in {p['n_iter']} iterations, {p['passes']} passes, {p['seconds']:.2f} s; "
                   f"objective {p['objective']:.8g}, ||grad|| {p['grad_norm']:.3g}; wrote "
                   f"{args.output}", file=report)
+        if model.calibration is not None:
+            print(_calibration_summary(model.calibration), file=report)
     return 0
 
 
@@ -574,25 +619,41 @@ def _add_predict(subparsers):
                    help="write predictions here: a file (whole or not at all), - for the "
                         "standard output (the accuracy then goes to the standard error), or "
                         "a pipe or device, written in place")
-    p.add_argument("--decision", action="store_true",
-                   help="write decision values instead of labels: two classes, one column "
-                        "(> 0: the training store's +1 label); more, one column per class in "
-                        "the model's class order, the training store's as 'streamssvm info "
-                        "STORE' lists them (increasing label values for a converted file)")
+    written = p.add_mutually_exclusive_group()
+    written.add_argument("--decision", action="store_true",
+                         help="write decision values instead of labels: two classes, one "
+                              "column (> 0: the training store's +1 label); more, one column "
+                              "per class in the model's class order, the training store's as "
+                              "'streamssvm info STORE' lists them (increasing label values "
+                              "for a converted file)")
+    written.add_argument("--probability", action="store_true",
+                         help="write class probabilities instead of labels: one column per "
+                              "class, after a first line '# LABEL LABEL ...' naming them (the "
+                              "model's class order, as for --decision); the logistic loss's "
+                              "own, or Platt's for a model trained with --calibrate or "
+                              "--calibration-data")
     _add_cache_dir(p)
     p.add_argument("--overwrite", action="store_true", help="replace FILE if it exists")
     p.set_defaults(func=cmd_predict)
 
 
 def cmd_predict(args):
+    from .calibration import class_probabilities, no_probabilities
     from .model import Model
 
     if args.output:
         # before the pass over the store
         check_output(args.output, args.overwrite, (args.model, args.store))
-    elif args.decision:
-        raise ValueError("--decision says what to write to -o FILE: give one")
+    elif args.decision or args.probability:
+        raise ValueError(f"{'--decision' if args.decision else '--probability'} says what to "
+                         f"write to -o FILE: give one")
     model = Model.load(args.model)
+    if args.probability:  # before the pass over the store
+        reason = no_probabilities(model)
+        if reason:
+            raise ValueError(f"{args.model}: {reason}: train it with --calibrate K (Platt's "
+                             f"sigmoid on K-fold cross-fitted decision values) or "
+                             f"--calibration-data STORE, or with --loss logistic")
     with open_stores(args.store, like=model.text_options(), cache_dir=args.cache_dir) as store:
         decision, labels = model.decision_and_labels(store)
         accuracy = model.accuracy(decision, labels, store.classes)
@@ -605,6 +666,9 @@ def cmd_predict(args):
         with open_output(args.output, "wb", overwrite=args.overwrite) as fh:
             if args.decision:
                 np.savetxt(fh, decision, fmt="%.17g")
+            elif args.probability:  # '# LABEL ...': np.loadtxt skips it
+                np.savetxt(fh, class_probabilities(model, decision), fmt="%.17g",
+                           header=" ".join(_label(v) for v in model.classes_.tolist()))
             else:
                 np.savetxt(fh, [_label(v) for v in model.labels_of(decision).tolist()],
                            fmt="%s")

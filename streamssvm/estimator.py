@@ -9,6 +9,7 @@ a small base class below gives ``get_params`` / ``set_params`` / ``score`` and p
 checks, enough to fit and predict (and to be cloned by an older scikit-learn).
 """
 
+import functools
 import inspect
 import os
 
@@ -16,9 +17,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._interrupt import interrupts_after_compiling
+from .calibration import calibrated, class_probabilities, no_probabilities
 from .data import InMemorySource, Store
 from .data.memory import check_exact_labels
 from .data.storeset import open_stores
+from .losses import get_loss
 from .model import Model
 from .multiclass import train_one_vs_rest
 from .objective.smooth_svm import NO_ROW_WEIGHTS
@@ -81,6 +84,7 @@ except ImportError:  # not installed, or older than 1.6 (no validate_data)
 
 
 ONLINE_SOLVERS = ("sgd", "pegasos")  # what OnlineTrainer runs
+PROBABILITY_FOLDS = 5  # of the cross-fitting behind probability=True, as SVC's
 # the parameters partial_fit makes its OnlineTrainers from, on its first call
 ONLINE_PARAMS = ("loss", "sigma", "lam", "solver", "fit_intercept", "intercept_scaling",
                  "random_state")
@@ -99,6 +103,33 @@ def _refuse_labels(path, y):
 
 def _online_solver(estimator):
     return estimator.solver in ONLINE_SOLVERS
+
+
+def _logistic(loss):
+    """``loss`` names the logistic loss (an unknown one: fit says so)."""
+    try:
+        return get_loss(loss).name == "logistic"
+    except ValueError:
+        return False
+
+
+def _has_probabilities(estimator):
+    """True if ``predict_proba`` can answer: the fitted model has a calibration or the
+    logistic loss, or, before a fit, ``probability`` or the logistic loss is set; else an
+    AttributeError saying how to get them."""
+    if hasattr(estimator, "model_"):
+        reason = no_probabilities(estimator.model_)
+        if reason:
+            raise AttributeError(f"predict_proba is not available: {reason}: fit with "
+                                 f"probability=True (Platt's sigmoid on {PROBABILITY_FOLDS}-fold "
+                                 f"cross-fitted decision values) or loss='logistic'")
+        return True
+    if estimator.probability or _logistic(estimator.loss):
+        return True
+    raise AttributeError("predict_proba is not available when probability=False and the loss "
+                         "is not the logistic: set probability=True (Platt's sigmoid on "
+                         f"{PROBABILITY_FOLDS}-fold cross-fitted decision values) or "
+                         "loss='logistic'")
 
 
 class SmoothSVC(ClassifierMixin, BaseEstimator):
@@ -143,6 +174,11 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         Seed of the stochastic solvers (unused by the others).
     verbose : bool, default False
         Progress bars.
+    probability : bool, default False
+        Also fit Platt's sigmoid for ``predict_proba``, on decision values cross-fitted over
+        5 stratified folds drawn with ``random_state`` (:func:`streamssvm.calibrated`: six
+        trainings instead of one), as scikit-learn's SVC. Without it, ``predict_proba``
+        exists for the logistic loss only (its own probabilities; with it, Platt's).
 
     Attributes
     ----------
@@ -159,16 +195,17 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
 
     Notes
     -----
-    ``fit``, ``predict``, ``decision_function`` and ``score`` also take the path of a store
-    (``y=None``: the store holds the labels), streamed block by block, or of svmlight text
-    (converted once into a store kept for the next calls, announced with ``verbose``:
-    :mod:`streamssvm.data.textcache`). ``partial_fit``
-    exists for ``solver="sgd"`` and ``"pegasos"``.
+    ``fit``, ``predict``, ``decision_function``, ``predict_proba`` and ``score`` also take
+    the path of a store (``y=None``: the store holds the labels), streamed block by block,
+    or of svmlight text (converted once into a store kept for the next calls, announced
+    with ``verbose``: :mod:`streamssvm.data.textcache`). ``partial_fit`` exists for
+    ``solver="sgd"`` and ``"pegasos"`` (it fits no sigmoid).
     """
 
     def __init__(self, loss="psi_g", sigma=None, lam=1e-5, solver="tron", tol=0.01,
                  max_iter=None, fit_intercept=True, intercept_scaling=1.0, class_weight=None,
-                 warm_start=False, n_threads=None, random_state=None, verbose=False):
+                 warm_start=False, n_threads=None, random_state=None, verbose=False,
+                 probability=False):
         self.loss = loss
         self.sigma = sigma
         self.lam = lam
@@ -182,6 +219,7 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         self.n_threads = n_threads
         self.random_state = random_state
         self.verbose = verbose
+        self.probability = probability
 
     if HAVE_SKLEARN:
         def __sklearn_tags__(self):
@@ -367,9 +405,12 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         if self.solver == "auto" or (solve is not None
                                      and "seed" in inspect.signature(solve).parameters):
             options["seed"] = _seed(self.random_state)  # a stochastic solver, or one it may pick
-        model = train_one_vs_rest(source, class_weight=class_weight, sample_weight=row_weights,
-                                  w0=self._warm_start_point(classes), names=classes,
-                                  **options)
+        train = train_one_vs_rest
+        if self.probability:  # seeded by random_state, as the solvers
+            train = functools.partial(calibrated, cv=PROBABILITY_FOLDS,
+                                      seed=_seed(self.random_state))
+        model = train(source, class_weight=class_weight, sample_weight=row_weights,
+                      w0=self._warm_start_point(classes), names=classes, **options)
         coef = np.atleast_2d(model.coef_)
         self.classes_ = classes
         self.coef_ = coef
@@ -378,7 +419,8 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         self.n_features_in_ = coef.shape[1]
         numeric = np.issubdtype(classes.dtype, np.number)
         self.model_ = Model(model.coef_, model.intercept_,
-                            classes if numeric else np.arange(k), model.params, model.history)
+                            classes if numeric else np.arange(k), model.params, model.history,
+                            model.calibration)
         return self
 
     def _check_two_classes(self, classes, where=""):
@@ -446,6 +488,29 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
     def predict(self, X):
         """Predicted labels (values of ``classes_``), array of shape (n_samples,)."""
         return self._labels_of(self.decision_function(X))
+
+    @available_if(_has_probabilities)
+    def predict_proba(self, X):
+        """Class probabilities: Platt's sigmoids (``probability=True``) or the logistic
+        loss's own (see :mod:`streamssvm.calibration`).
+
+        Parameters
+        ----------
+        X : array or sparse matrix of shape (n_samples, n_features), or a store path
+
+        Returns
+        -------
+        array of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``; each row sums to 1.
+        """
+        _has_probabilities(self)  # scikit-learn's available_if checked it; the stand-in not
+        self._check_fitted()
+        return class_probabilities(self.model_, self.decision_function(X))
+
+    @available_if(_has_probabilities)
+    def predict_log_proba(self, X):
+        """The logarithm of :meth:`predict_proba`, array of shape (n_samples, n_classes)."""
+        return np.log(self.predict_proba(X))
 
     def _labels_of(self, scores):
         index = (scores > 0).astype(np.intp) if scores.ndim == 1 else scores.argmax(axis=1)

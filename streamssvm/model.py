@@ -4,7 +4,9 @@ The model file is a NumPy ``.npz`` archive read with ``allow_pickle=False``: arr
 ``coef`` (n_features,), ``intercept`` (), ``classes`` (2,), and ``meta``, a JSON string
 with the training parameters and the per-iteration history (version 1). A one-vs-rest
 model over k > 2 classes (version 2) has ``coef`` (k, n_features), ``intercept`` (k,),
-``classes`` (k,), and one parameter set and history per class.
+``classes`` (k,), and one parameter set and history per class. A calibrated model's meta
+also holds ``calibration``, its Platt sigmoids (:meth:`Platt.to_json
+<streamssvm.calibration.Platt.to_json>`); a file without it loads as a model without one.
 """
 
 import json
@@ -17,6 +19,8 @@ from ._interrupt import interrupts_after_compiling
 from ._json import json_default
 from ._npz import json_object, read_npz
 from ._warn import warn
+from .calibration import (Platt, check_calibration, check_every_class, check_probabilities,
+                          class_probabilities, held_out_decisions)
 from .errors import ModelFileError
 from .data import BlockSource, InMemorySource
 from .data.storeset import names_stores, open_stores
@@ -46,9 +50,12 @@ class Model:
         with its class's ``"label"``.
     history : list of dict
         One entry per solver iteration (one-vs-rest: each carries its class's ``"label"``).
+    calibration : Platt or None
+        Platt's sigmoids that :meth:`predict_proba` applies (:meth:`calibrate`,
+        :func:`streamssvm.calibrated`); None: probabilities only for the logistic loss.
     """
 
-    def __init__(self, coef, intercept, classes, params=None, history=None):
+    def __init__(self, coef, intercept, classes, params=None, history=None, calibration=None):
         self.coef_ = np.asarray(coef, dtype=np.float64)
         classes = np.asarray(classes).reshape(-1)
         # labels of a matrix's y may be text; a store's are numbers
@@ -68,6 +75,8 @@ class Model:
             raise ValueError("coef or intercept holds NaN or infinite values")
         self.params = dict(params or {})
         self.history = list(history or [])
+        check_calibration(calibration, k)
+        self.calibration = calibration
 
     @property
     def multiclass(self):
@@ -170,7 +179,8 @@ class Model:
             (loss, sigma, lambda, solver, tolerances, intercept, the solver's options);
             ``data`` (source, rows, features, nonzeros, rows per class, where recorded);
             ``result`` (converged, message, iterations, passes, seconds, objective,
-            gradient norm; one-vs-rest: per class); with ``top``, ``top_weights``: for
+            gradient norm; one-vs-rest: per class); ``calibration`` (Platt's sigmoids, or
+            None); with ``top``, ``top_weights``: for
             each class's row, ``positive`` and ``negative`` lists of ``(index, name,
             weight)`` (name None without ``names``).
         """
@@ -188,7 +198,8 @@ class Model:
                    training={k: v for k, v in params.items() if k not in skipped},
                    data=params.get("data"),
                    result=per_class if per_class is not None else
-                   {k: params.get(k) for k in result_keys})
+                   {k: params.get(k) for k in result_keys},
+                   calibration=None if self.calibration is None else self.calibration.to_json())
         if top:
             rows = self.coef_ if self.multiclass else self.coef_[None]
             labels = self.classes_ if self.multiclass else self.classes_[1:]
@@ -246,15 +257,64 @@ class Model:
             raise ValueError(f"y has shape {y.shape}, X has {len(predicted)} rows")
         return float(np.mean(predicted == y))
 
+    # -- probabilities -------------------------------------------------------------------------
+    @interrupts_after_compiling()
+    def predict_proba(self, X):
+        """Class probabilities: Platt's sigmoids of the decision values if the model has a
+        ``calibration``, else the logistic loss's own (see :mod:`streamssvm.calibration`);
+        a ValueError saying how to calibrate for any other loss.
+
+        Parameters
+        ----------
+        X : as for :meth:`decision_function`
+
+        Returns
+        -------
+        array of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``; each row sums to 1.
+        """
+        check_probabilities(self)  # before X is read
+        return class_probabilities(self, self.decision_function(X))
+
+    @interrupts_after_compiling()
+    def calibrate(self, X, y=None, sample_weight=None):
+        """Fit Platt's sigmoids (one per binary problem) on held-out data: rows the model
+        was not trained on, of every class. Replaces any calibration; a logistic model's
+        probabilities are then Platt's too.
+
+        Parameters
+        ----------
+        X : array or sparse matrix of shape (n_samples, n_features) with labels ``y`` (values
+            of ``classes_``), or stores (a path or a list) or a BlockSource with their own
+            labels (``y`` omitted).
+        sample_weight : array of shape (n_samples,), optional
+            Row weights of the fit (a weight counts as that many copies of the row).
+
+        Returns
+        -------
+        self
+        """
+        decision, class_index, name = held_out_decisions(self, X, y)
+        check_every_class(class_index, self.classes_, name)
+        self.calibration = Platt.fit(decision, class_index, sample_weight, method="held_out",
+                                     data=name)
+        return self
+
     def save(self, path, overwrite=True):
         """Write the model to ``path`` (``.npz``): a file whole or not at all, or ``-``, a
         pipe or a descriptor in place (see :func:`~streamssvm._atomic.open_output`)."""
         meta = json.dumps({"format": MODEL_FORMAT, "version": 2 if self.multiclass else 1,
-                           "params": self.params, "history": self.history},
+                           "params": self.params, "history": self.history,
+                           **self._calibration_meta()},
                           default=json_default)
         with open_output(path, "wb", overwrite=overwrite) as fh:
             np.savez(fh, coef=self.coef_, intercept=np.asarray(self.intercept_, np.float64),
                      classes=self.classes_, meta=np.array(meta))
+
+    def _calibration_meta(self):
+        """What ``meta`` records of the calibration: nothing without one (the file reads as
+        before calibrations existed)."""
+        return {} if self.calibration is None else {"calibration": self.calibration.to_json()}
 
     @classmethod
     def load(cls, path):
@@ -272,7 +332,7 @@ class Model:
                     np.isfinite(arrays["classes"])):
                 raise ValueError(f"classes {arrays['classes'].tolist()} are not all finite")
             return cls(arrays["coef"], arrays["intercept"], arrays["classes"], meta["params"],
-                       meta["history"])
+                       meta["history"], Platt.from_json(meta.get("calibration")))
         except (KeyError, ValueError, TypeError) as exc:
             raise ModelFileError(f"{path}: not a streamssvm model ({exc})") from exc
 
