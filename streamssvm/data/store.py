@@ -497,7 +497,8 @@ class Store(BlockSource):
                              f"{exc})") from exc
         # where each block's datasets lie (see _layout), and a descriptor to read them by,
         # closed by close() or, for a store never closed, when it is collected
-        self._layouts = {}
+        self._layouts, self._unfound, self._extents = {}, {}, None
+        self._counted = False  # whether class_counts() has checked the labels
         self._fd = os.open(self.path, os.O_RDONLY) if hasattr(os, "preadv") else None
         self._close_fd = (weakref.finalize(self, os.close, self._fd) if self._fd is not None
                           else None)
@@ -507,7 +508,7 @@ class Store(BlockSource):
         if attrs.get("format") != FORMAT_NAME:
             raise StoreError(f"{self.path}: not a streamssvm store, or its metadata is damaged "
                              f"(format attribute {attrs.get('format')!r})")
-        version = int(attrs["version"])
+        version = self._version = int(attrs["version"])
         if version > FORMAT_VERSION:
             raise StoreError(f"{self.path}: store format version {version} is newer than this "
                              f"library reads ({FORMAT_VERSION})")
@@ -516,6 +517,10 @@ class Store(BlockSource):
             raise StoreError(f"{self.path}: unknown checksum {algorithm!r} (this library "
                              f"verifies {ALGORITHM!r})")
         self.checksums = algorithm is not None
+        if not self.checksums and "checksums" in self._file:
+            raise StoreError(f"{self.path}: metadata: the file holds the table /checksums but "
+                             f"not the checksum attribute that says it is checked (removed "
+                             f"after the store was written)")
         if self.checksums and not np.array_equal(attributes_checksum(attrs),
                                                  attrs.get("attributes_checksum")):
             raise StoreError(f"{self.path}: metadata: the file's attributes do not match their "
@@ -532,20 +537,27 @@ class Store(BlockSource):
             raise StoreError(f"{self.path}: metadata: options are not JSON ({exc})") from None
         if not isinstance(options, dict):
             raise StoreError(f"{self.path}: metadata: options {options!r} is not a JSON object")
+        self._options = options
         compression = options.get("compression")
         if isinstance(compression, str) and compression in BLOSC:  # before the first dataset
             _blosc(self.path, compression)
         self._ring = None
         self.row_offsets = self._read_verified(self._file["row_offsets"])
         self.nnz_offsets = self._read_verified(self._file["nnz_offsets"])
-        if (len(self.row_offsets) != int(attrs["n_blocks"]) + 1
+        n_blocks = int(attrs["n_blocks"])
+        if (self.row_offsets.shape != (n_blocks + 1,) or self.nnz_offsets.shape != (n_blocks + 1,)
                 or self.row_offsets[-1] != self.n_samples or self.nnz_offsets[-1] != self.nnz):
             raise StoreError(f"{self.path}: block offsets disagree with the file's metadata")
+        if _block_name(n_blocks) in self._file:  # the blocks after a count cut short
+            raise StoreError(f"{self.path}: metadata: n_blocks = {n_blocks}, but the file "
+                             f"holds block {n_blocks} too")
         if self.checksums:
             self._block_checksums = self._read_verified(self._file["checksums"])
-            if self._block_checksums.shape != (self.n_blocks, len(BLOCK_DATASETS), 2):
+            if (self._block_checksums.dtype != np.uint64
+                    or self._block_checksums.shape != (self.n_blocks, len(BLOCK_DATASETS), 2)):
                 raise StoreError(f"{self.path}: metadata: checksums of shape "
-                                 f"{self._block_checksums.shape} for {self.n_blocks} blocks")
+                                 f"{self._block_checksums.shape} and type "
+                                 f"{self._block_checksums.dtype} for {self.n_blocks} blocks")
         if version < LEAN_VERSION and self.multiclass != (version == MULTICLASS_VERSION):
             raise StoreError(f"{self.path}: {len(self.classes)} classes in a version "
                              f"{version} store (version 2 stores have more than two, "
@@ -562,9 +574,9 @@ class Store(BlockSource):
         self._recorded = self._checked_layout(version) if "layout" in self._file else None
 
     def _checked_layout(self, version):
-        """/layout (stores written since 2026-11-28; docs/FORMAT.md), refused unless every
-        dataset it places has the length the block offsets give and lies inside the file:
-        reads trust it, and do not open the blocks' groups (:meth:`_found_layout`)."""
+        """/layout (docs/FORMAT.md), refused unless every dataset it places has the length
+        the block offsets give and lies inside the file: checked here for every block at
+        once, then each block's row against HDF5 at its first read (:meth:`_layout`)."""
         table = self._read_verified(self._file["layout"])
         if table.dtype != np.int64 or table.shape != (self.n_blocks, len(BLOCK_DATASETS), 3):
             raise StoreError(f"{self.path}: metadata: layout of shape {table.shape} and type "
@@ -575,21 +587,30 @@ class Store(BlockSource):
         size = os.path.getsize(self.path)
         item = np.stack(np.broadcast_arrays(4, np.where(gaps, 2, 4), self.value_dtype.itemsize,
                                             self._label_dtype.itemsize), axis=1)
-        bad = (((lean != 0) & (lean != 1)).any(axis=1) | (lean[:, 0] != 0) | (lean[:, 3] != 0)
-               | (single & ~gaps) | (gaps & (version < LEAN_VERSION))
-               | (length[:, 0] != rows + 1) | (length[:, 3] != rows)
-               # lengths bounded by the counts, not by the file's size (a compressed dataset
-               # may hold more values than the file has bytes); a far gap takes 4 words
-               | np.where(gaps, (length[:, 1] < nnz) | (length[:, 1] > 4 * nnz),
-                          length[:, 1] != nnz)
-               | (length[:, 2] != np.where(single, rows, nnz))
-               | ((offset < -1) | (offset > size)).any(axis=1))
-        bad |= ((offset >= 0) & (offset + length * item > size)).any(axis=1)
+        # each check per block (row) and dataset (column, as in /checksums)
+        flag = (lean != 0) & (lean != 1)
+        flag[:, 0] |= lean[:, 0] != 0
+        flag[:, 3] |= lean[:, 3] != 0  # indptr and y have no lean form
+        flag[:, 2] |= single & ~gaps
+        flag[:, 1] |= gaps & (version < LEAN_VERSION)
+        # lengths bounded by the counts, not by the file's size (a compressed dataset may
+        # hold more values than the file has bytes); a far gap takes 4 words
+        counted = length != np.stack([rows + 1, nnz, np.where(single, rows, nnz), rows], axis=1)
+        counted[:, 1] = np.where(gaps, (length[:, 1] < nnz) | (length[:, 1] > 4 * nnz),
+                                 length[:, 1] != nnz)
+        outside = (offset < -1) | (offset > size) | (offset >= 0) & (offset + length * item > size)
+        bad = flag | counted | outside
         if bad.any():
-            k = int(np.argmax(bad))
+            k, j = np.unravel_index(int(np.argmax(bad)), bad.shape)
+            what = (f"lean flag {lean[k, j]}" if flag[k, j]
+                    else f"{length[k, j]} values for {rows[k]} rows and {nnz[k]} nonzeros"
+                    if counted[k, j] else f"{length[k, j]} values from byte {offset[k, j]} "
+                                          f"do not fit in the file's {size} bytes")
+            name = _slot_name(j, lean[k, j] == 1)
             raise StoreError(f"{self.path}: metadata: layout: the datasets of block {k} "
                              f"{table[k, :, :2].tolist()} (offset and length of each) do not "
-                             f"fit its rows and nonzeros, or lie outside the file")
+                             f"fit its rows and nonzeros, or lie outside the file: dataset "
+                             f"{name}: {what}")
         return table
 
     def _metadata_problem(self):
@@ -598,8 +619,9 @@ class Store(BlockSource):
         None."""
         for name, offsets, total in (("row_offsets", self.row_offsets, self.n_samples),
                                      ("nnz_offsets", self.nnz_offsets, self.nnz)):
-            if (offsets.dtype.kind not in "iu" or offsets[0] != 0
-                    or np.any(np.diff(offsets) < 0)):
+            if offsets.dtype != np.int64:
+                return f"{name} of type {offsets.dtype}, not int64"
+            if offsets[0] != 0 or np.any(np.diff(offsets) < 0):
                 return f"{name} do not rise from 0 to {total}"
         if self.n_features < 0 or self.n_samples < 0:
             return f"negative shape {self.n_samples} x {self.n_features}"
@@ -612,6 +634,9 @@ class Store(BlockSource):
             return f"class counts {counts.tolist()} do not add up to {self.n_samples} rows"
         if self.value_dtype not in (np.float32, np.float64):
             return f"value type {self.value_dtype} is not float32/float64"
+        recorded = self._options.get("value_dtype", self.value_dtype.name)
+        if recorded != self.value_dtype.name:
+            return f"value type {self.value_dtype}, but the options record {recorded!r}"
         return None
 
     def close(self):
@@ -656,6 +681,17 @@ class Store(BlockSource):
         return meta
 
     def class_counts(self):
+        """Rows per class as ``n_positive`` (binary) or ``class_counts`` record them,
+        compared with the blocks' labels at the first call (one read of every block's
+        ``y``): a solver's tolerance or a class weight is never made of a count the blocks
+        do not hold."""
+        if not self._counted:
+            counts = super().class_counts()
+            if not np.array_equal(counts, self._class_counts):
+                raise StoreError(f"{self.path}: metadata: rows per class "
+                                 f"{self._class_counts.tolist()} but the blocks hold "
+                                 f"{counts.tolist()}")
+            self._counted = True
         return self._class_counts.copy()
 
     def labels(self):
@@ -764,13 +800,21 @@ class Store(BlockSource):
         """Block ``k``'s datasets: ``(whether it holds row_data, [(i, (name, dtype, length,
         scratch, offset))])`` for indptr, y, indices (or gaps) and data (or row_data) as i =
         0..3, in file order, ``offset`` the byte offset of a contiguous dataset in the file,
-        None for another (chunked: compressed). Taken from /layout when the store has it,
-        else found through HDF5 (:meth:`_found_layout`); kept, so that every pass reads
-        contiguous datasets with one ``preadv`` each, no HDF5 call."""
+        None for another (chunked: compressed; read through HDF5, by name).
+
+        Found through HDF5 at the block's first read (:meth:`_hdf5_layout`: the type,
+        shape and offset that each dataset's own header gives) and, in a store with
+        /layout, compared with its row ``k`` (:meth:`_compared_layout`), so that no forged
+        attribute or offset makes a read take bytes for what they are not; kept, so that
+        every later pass of this open store reads contiguous datasets with one ``preadv``
+        each and no HDF5 call. The check costs, once a block: the group's and the four
+        datasets' headers opened, two link lookups, and each dataset's type, shape and
+        offset asked for.
+        """
         layout = self._layouts.get(k)
         if layout is None:
             layout = self._layouts[k] = (self._found_layout(k) if self._recorded is None
-                                         else self._recorded_layout(k))
+                                         else self._compared_layout(k))
         return layout
 
     def _datasets(self, k, lean, single):
@@ -792,7 +836,8 @@ class Store(BlockSource):
         return single, [(i, datasets[i]) for i in order]
 
     def _recorded_layout(self, k):
-        """:meth:`_layout` from /layout's row ``k`` (checked when the store was opened)."""
+        """:meth:`_layout` as /layout's row ``k`` records it (its lengths checked against
+        the block offsets when the store was opened)."""
         offset, length, lean = self._recorded[k].T.tolist()
         datasets = []
         for name, dtype, _, scratch in self._datasets(k, lean[1], lean[2]):
@@ -801,18 +846,29 @@ class Store(BlockSource):
             datasets.append((name, dtype, length[j], scratch, at))
         return self._in_file_order(bool(lean[2]), datasets)
 
-    def _found_layout(self, k):
-        """:meth:`_layout` through HDF5: block ``k``'s group and datasets, checked for shape
-        and type (in a cold file 0.5 ms a block, mostly the disk's latency)."""
-        group = self._file[_block_name(k)]
+    def _hdf5_layout(self, k):
+        """Block ``k``'s datasets as HDF5 finds them: ``(whether it holds row_data, [entry
+        for i = 0..3])``, an entry as in :meth:`_layout`, or, for a dataset HDF5 does not
+        find, the error that says so: KeyError (no such group or member) or StoreError (not
+        a dataset). A dataset whose type or shape differs from what the root attributes
+        and block offsets give is a StoreError naming it."""
+        group = self._file.get(_block_name(k))
+        if not isinstance(group, h5py.Group):
+            missing = KeyError(f"{_block_name(k)} is {'missing' if group is None else 'no group'}")
+            return False, [missing] * len(BLOCK_DATASETS)
         lean, single = "gaps" in group, "row_data" in group
         if single and not lean:
             raise StoreError(f"{self.path}: block {k}: dataset row_data without gaps")
+        if lean and self._version < LEAN_VERSION:
+            raise StoreError(f"{self.path}: block {k}: dataset gaps in a version "
+                             f"{self._version} store (lean blocks are version {LEAN_VERSION})")
         datasets = []
         for name, dtype, size, scratch in self._datasets(k, lean, single):
-            ds = group[name]
+            ds = group.get(name)
             if not isinstance(ds, h5py.Dataset):
-                raise StoreError(f"{self.path}: block {k}: {name} is not a dataset")
+                datasets.append(KeyError(f"no member {name}") if ds is None else
+                                StoreError(f"{self.path}: block {k}: {name} is not a dataset"))
+                continue
             if ds.ndim != 1 or ds.dtype != dtype or size is not None and ds.shape != (size,):
                 expected = "(n,)" if size is None else f"({size},)"
                 raise StoreError(f"{self.path}: block {k}: dataset {name} has shape "
@@ -820,25 +876,88 @@ class Store(BlockSource):
                                  f"{dtype}")
             offset = ds.id.get_offset() if self._fd is not None else None
             datasets.append((name, dtype, ds.shape[0], scratch, offset))
+        return single, datasets
+
+    def _found_layout(self, k):
+        """:meth:`_layout` through HDF5 alone (a store without /layout): a dataset it does
+        not find is a StoreError, or KeyError for a missing group or member."""
+        single, datasets = self._hdf5_layout(k)
+        for entry in datasets:
+            if isinstance(entry, Exception):
+                raise entry
         return self._in_file_order(single, datasets)
 
-    def layout_problem(self, k):
-        """What is wrong with /layout's record of block ``k``, against the block's datasets
-        as HDF5 finds them, or None (also for a store without /layout). Reads never look:
-        this is :func:`~streamssvm.data.verify.verify_store`'s."""
-        if self._recorded is None:
-            return None
-        try:
-            found = self._found_layout(k)
-        except StoreError as exc:
-            return str(exc)
-        except (OSError, KeyError) as exc:
-            return f"{self.path}: block {k}: its datasets cannot be found ({exc})"
+    def _compared_layout(self, k):
+        """:meth:`_layout` of a store with /layout: HDF5's, refused unless /layout's row
+        ``k`` records the same datasets, lengths and byte offsets (an offset moved to
+        another block's dataset of the same length, into the middle of a dataset or to
+        another dataset of the block would read their bytes as this one's). A dataset HDF5
+        does not find (its group's or its own header damaged) is read where /layout says
+        if :meth:`_unfound_bytes` allows it; ``verify`` names its block."""
+        single, found = self._hdf5_layout(k)
         recorded = self._recorded_layout(k)
-        if found != recorded:
-            return (f"{self.path}: block {k}: /layout does not record where its datasets "
-                    f"lie (HDF5 finds {found}; /layout says {recorded})")
-        return None
+        problems = []
+        for i, (name, dtype, length, scratch, offset) in sorted(recorded[1]):
+            entry = found[i]
+            if isinstance(entry, Exception):
+                reason = (str(entry) if isinstance(entry, StoreError) else
+                          f"{self.path}: block {k}: its datasets cannot be found "
+                          f"({entry.args[0]})")
+                self._unfound_bytes(k, name, dtype, length, offset, reason)
+                problems.append(reason)
+                found[i] = (name, dtype, length, scratch, offset)
+                continue
+            real, _, size, _, at = entry
+            if real != name:
+                problem = f"dataset {real}: /layout records {name} in its place"
+            elif size != length:
+                problem = f"dataset {name}: /layout records {length} values, HDF5 {size}"
+            elif at != offset:
+                problem = (f"dataset {name}: /layout records it at {_where(offset)}, HDF5 "
+                           f"at {_where(at)}")
+            else:
+                continue
+            raise StoreError(f"{self.path}: block {k}: {problem} (the file was changed "
+                             f"after it was written)")
+        if problems:
+            self._unfound[k] = problems[0]
+            single = recorded[0]
+        return self._in_file_order(single, found)
+
+    def _unfound_bytes(self, k, name, dtype, length, offset, reason):
+        """Refuse to read dataset ``name`` of block ``k`` (``length`` values of type
+        ``dtype``), which HDF5 does not find (``reason``), at ``offset`` as /layout records
+        it, unless the store has checksums (its bytes are then checked against the block's
+        row of /checksums, and /layout and that table against their own) and its bytes
+        hold no dataset HDF5 finds but, outside /blocks, one of that name, type and shape
+        that starts and ends with them (a block's group moved away)."""
+        if not self.checksums:
+            raise StoreError(f"{reason}; the store has no checksums by which the bytes "
+                             f"/layout places there could be trusted")
+        n_bytes = length * dtype.itemsize
+        if offset is None or not n_bytes:
+            return  # read through HDF5 by name, which fails; or nothing to read
+        if self._extents is None:
+            try:
+                self._extents = _dataset_extents(self._file)
+            except (OSError, KeyError, RuntimeError) as exc:  # h5py's, for damaged headers
+                raise StoreError(f"{reason}; the file's datasets, which the bytes /layout "
+                                 f"places there must not hold, cannot be listed ({exc})") \
+                    from exc
+        for where, start, size, kind in self._extents:
+            moved = (not where.startswith("/blocks/") and where.rsplit("/", 1)[1] == name
+                     and (start, size, kind) == (offset, n_bytes, (dtype, (length,))))
+            if start < offset + n_bytes and offset < start + size and not moved:
+                raise StoreError(f"{self.path}: block {k}: dataset {name}: /layout places it "
+                                 f"in the bytes of {where} ({reason})")
+
+    def layout_problem(self, k):
+        """What HDF5 does not find of block ``k``'s datasets, which reads then take where
+        /layout says (see :meth:`_compared_layout`), or None. Reads of a store that
+        disagree with HDF5 fail: this is :func:`~streamssvm.data.verify.verify_store`'s
+        report of a block that read."""
+        self._layout(k)
+        return self._unfound.get(k)
 
     def _read(self, k, buffers, name, dtype, n, scratch, offset):
         """Dataset ``name`` of block ``k`` (as :meth:`_layout` found it) into
@@ -900,9 +1019,43 @@ class Store(BlockSource):
         return Block(k, int(self.row_offsets[k]), indptr, indices, data, y)
 
 
+def _where(offset):
+    """A dataset's byte offset as an error names it (None: not contiguous)."""
+    return "no offset (chunked or empty)" if offset is None else f"byte {offset}"
+
+
+def _dataset_extents(f):
+    """``[(name, first byte, bytes, dtype and shape or None)]`` of what every dataset HDF5
+    finds in the open file ``f`` stores: the whole of a contiguous one (with its type and
+    shape), each chunk of another (None)."""
+    extents = []
+
+    def add(name, ds):
+        if not isinstance(ds, h5py.Dataset):
+            return
+        if ds.chunks is None:
+            start = ds.id.get_offset()
+            if start is not None:
+                extents.append((ds.name, start, ds.id.get_storage_size(), (ds.dtype, ds.shape)))
+            return
+        for i in range(ds.id.get_num_chunks()):
+            info = ds.id.get_chunk_info(i)
+            extents.append((ds.name, info.byte_offset, info.size, None))
+
+    f.visititems(add)
+    return extents
+
+
 def _slot(name):
     """The row of /checksums that holds dataset ``name``'s checksum."""
     return BLOCK_DATASETS.index(LEAN_DATASETS.get(name, name))
+
+
+def _slot_name(j, lean):
+    """The dataset in row ``j`` of /checksums, its lean form if ``lean``."""
+    plain = BLOCK_DATASETS[j]
+    lean_names = {of: name for name, of in LEAN_DATASETS.items()}
+    return lean_names.get(plain, plain) if lean else plain
 
 
 def _check_indptr(path, k, indptr, nnz):
