@@ -33,7 +33,8 @@ Unchanged
 Whole
     The store and then its record are written under temporary names and renamed
     (:func:`~streamssvm._atomic.atomic_output`): a failed or interrupted conversion publishes
-    nothing (a killed one leaves its temporary file). Two processes converting the same text
+    nothing (a killed one's temporary file is removed by the next write in its folder). Two
+    processes converting the same text
     at once both convert and both publish, each reading a whole store of that text. A record
     is trusted only beside the store whose sha256 it gives.
 
