@@ -84,7 +84,7 @@ def open_source(data, y=None, client=None, check=None, progress=True):
 
 
 @interrupts_after_compiling()
-def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron", tol=0.01,
+def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto", tol=1e-4,
                  abs_tol=None, liblinear_tol=False, max_iter=None, fit_intercept=False,
                  intercept_scaling=1.0, w0=None, sigma_path=(), n_threads=None, progress=True,
                  sample_weight=None, checkpoint=None, checkpoint_every=60.0, client=None,
@@ -111,7 +111,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
     lam : float
         Regularisation strength lambda (LIBLINEAR's C = 1 / (lam * n)).
     solver : str
-        ``"auto"``: by the loss and the data's shape, SDCA (dual coordinate ascent) or
+        ``"auto"`` (default): by the loss and the data's shape, SDCA (dual coordinate ascent) or
         line-search Newton (:func:`streamssvm.solvers.choose_solver`). Second order: ``"tron"``
         (trust-region Newton), ``"newton"`` (line search, LIBLINEAR 2.40's), ``"lbfgs"``;
         full gradient: ``"gd"``, ``"agd"`` (Nesterov); stochastic, streaming the blocks in
@@ -121,13 +121,17 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="tron"
         Stopping rule: ||grad L(w)|| <= tol ||grad L(0)|| (tol scaled by
         max(min(#pos, #neg), 1) / n if ``liblinear_tol``), or <= abs_tol. The stochastic
         solvers check it where they evaluate the full gradient (every ``eval_every``
-        epochs).
+        epochs). The default tol, 1e-4, stops where the test accuracy is that of the
+        converged model (docs: the defaults); LIBLINEAR's eps 0.01 is ``tol=0.01,
+        liblinear_tol=True``.
     max_iter : int, optional
         Iterations, or epochs for the stochastic solvers (default: the solver's own, e.g.
         1000 for TRON, 20 for SGD); with ``sigma_path``, for each stage (the model's
         ``n_iter``, passes and seconds count all stages).
     fit_intercept : bool
         Learn an unregularised intercept (a constant feature of value ``intercept_scaling``).
+        Off by default, as LIBLINEAR's bias: SDCA, which ``"auto"`` picks on wide data,
+        takes none.
     w0 : array of shape (n_variables,), optional
         Warm start: a weight per feature, then with ``fit_intercept`` the intercept over
         ``intercept_scaling`` (NaN or infinite values are refused before the data is opened,

@@ -231,9 +231,7 @@ def cmd_info(args):
             ("created", created),
             ("format", f"{meta.get('format')} version {meta.get('version')}"),
         ]
-    width = max(len(k) for k, _ in lines)
-    for key, value in lines:
-        print(f"{key:<{width}}  {value}")
+    _print_fields(lines)
     return 0
 
 
@@ -273,9 +271,7 @@ def _model_info(args):
                       f"{ended} in {r['n_iter']} iterations, {r['passes']} passes, "
                       f"{r['seconds']:.3g} s; objective {r['objective']:.10g}, ||grad|| "
                       f"{r['grad_norm']:.3g}"))
-    width = max(len(k) for k, _ in lines)
-    for key, value in lines:
-        print(f"{key:<{width}}  {value}")
+    _print_fields(lines)
     for row in info.get("top_weights", []):
         rest = "the rest" if model.multiclass else _label(info["classes"][0])
         for sign, toward in (("positive", _label(row["label"])), ("negative", rest)):
@@ -285,6 +281,13 @@ def _model_info(args):
                 print("  none" if j is None else
                       f"  {weight:+.6g}  feature {j}" + (f"  {name}" if name is not None else ""))
     return 0
+
+
+def _print_fields(lines):
+    """``(key, value)`` pairs as two aligned columns."""
+    width = max(len(k) for k, _ in lines)
+    for key, value in lines:
+        print(f"{key:<{width}}  {value}")
 
 
 def _value(value):
@@ -369,11 +372,11 @@ def _add_train(subparsers):
                         "than --sigma), warm-starting")
     p.add_argument("--lam", type=_checked(check_lam, "a positive finite number"), default=1e-5,
                    help="lambda (default %(default)s)")
-    p.add_argument("--solver", choices=("auto",) + tuple(SOLVERS), default="tron",
+    p.add_argument("--solver", choices=("auto",) + tuple(SOLVERS), default="auto",
                    help="auto: sdca on wide data (the sharper the loss, the less wide), "
                         "else newton (default %(default)s)")
     tolerance = _checked(check_tol, "a number >= 0")
-    p.add_argument("--tol", type=tolerance, default=0.01,
+    p.add_argument("--tol", type=tolerance, default=1e-4,
                    help="stop at ||grad|| <= tol ||grad at 0|| (default %(default)s)")
     p.add_argument("--abs-tol", type=tolerance, help="also stop at ||grad|| <= this")
     p.add_argument("--liblinear-tol", action="store_true",
@@ -692,7 +695,7 @@ def _add_demo(subparsers):
     p = subparsers.add_parser(
         "demo", help="the main job on the shipped a9a data: convert, train, test",
         description="Convert the shipped a9a train/test files to stores, print the store "
-                    "summary, train psi_G by TRON, print train and test accuracy.")
+                    "summary, train psi_G (solver auto), print train and test accuracy.")
     p.add_argument("--workdir", help="keep the stores here, a9a.h5 and a9a.t.h5 (created if "
                                       "missing; default: a temporary folder)")
     p.add_argument("--overwrite", action="store_true",

@@ -1,4 +1,4 @@
-"""The main job on the shipped data: convert a9a to stores, train psi_G by TRON, test."""
+"""The main job on the shipped data: convert a9a to stores, train psi_G, test."""
 
 import os
 import sys
@@ -38,7 +38,7 @@ def run_demo(workdir=None, loss="psi_g", sigma=2.0 ** -3, lam=1e-5, progress=Tru
         model = train_stream(train_h5, loss=loss, sigma=sigma, lam=lam, progress=progress)
         seconds = time.perf_counter() - start
         p = model.params
-        print(f"trained {loss} (sigma={sigma:g}, lambda={lam:g}) by TRON: {p['n_iter']} iterations, "
+        print(f"trained {loss} (sigma={sigma:g}, lambda={lam:g}) by {p['solver']}: {p['n_iter']} iterations, "
               f"{p['passes']} passes, {seconds:.2f} s, objective {p['objective']:.6f}", file=out)
         print(f"train accuracy {model.score(train_h5):.4f}", file=out)
         print(f"test accuracy  {model.score(test_h5):.4f}", file=out)

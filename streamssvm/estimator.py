@@ -151,14 +151,17 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         Smoothing width of psi_G / psi_M (default 2**-3).
     lam : float, default 1e-5
         Regularisation strength lambda > 0.
-    solver : str, default "tron"
+    solver : str, default "auto"
         A name of ``streamssvm.solvers.SOLVERS``. The stochastic ones take no weights.
-    tol : float, default 0.01
-        Stop at ||grad L(w)|| <= tol ||grad L(0)|| (LIBLINEAR's default eps is also 0.01).
+    tol : float, default 1e-4
+        Stop at ||grad L(w)|| <= tol ||grad L(0)|| (the rule of ``train_stream``, with its
+        default).
     max_iter : int, optional
         Iterations (epochs for the stochastic solvers); default: the solver's.
     fit_intercept : bool, default True
-        Learn an unregularised intercept b.
+        Learn an unregularised intercept b, as scikit-learn's linear classifiers do by
+        default (``train_stream`` and the command line follow LIBLINEAR: no intercept unless
+        asked, which leaves ``solver="auto"`` dual coordinate ascent on wide data).
     intercept_scaling : float, default 1.0
         Value of the constant feature carrying the intercept.
     class_weight : None, "balanced" or dict, default None
@@ -202,7 +205,7 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
     ``solver="sgd"`` and ``"pegasos"`` (it fits no sigmoid).
     """
 
-    def __init__(self, loss="psi_g", sigma=None, lam=1e-5, solver="tron", tol=0.01,
+    def __init__(self, loss="psi_g", sigma=None, lam=1e-5, solver="auto", tol=1e-4,
                  max_iter=None, fit_intercept=True, intercept_scaling=1.0, class_weight=None,
                  warm_start=False, n_threads=None, random_state=None, verbose=False,
                  probability=False):

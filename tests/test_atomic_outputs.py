@@ -308,7 +308,8 @@ def test_demo_creates_its_workdir_and_keeps_the_stores_there(tmp_path, capsys):
     """demo --workdir replaced a9a.h5 and a9a.t.h5 there without asking (overwrite=True)."""
     work = tmp_path / "new" / "work"  # created
     assert main(["demo", "--quiet", "--workdir", str(work)]) == 0
-    assert "test accuracy  0.84" in capsys.readouterr().out
+    accuracy = capsys.readouterr().out.split("test accuracy  ")[1]
+    assert float(accuracy) >= 0.84
     stores = {name: (work / name).read_bytes() for name in ("a9a.h5", "a9a.t.h5")}
     (work / "a9a.h5").unlink()  # the other is refused too, before either is written
     assert main(["demo", "--quiet", "--workdir", str(work)]) == 1

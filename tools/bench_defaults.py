@@ -47,7 +47,7 @@ DATASETS = {  # name: (train, test or None)
 }
 SOLVERS = ("tron", "newton", "auto")
 RULES = {"tol 0.01": dict(tol=0.01), "tol 0.01 scaled": dict(tol=0.01, liblinear_tol=True),
-         "tol 1e-3": dict(tol=1e-3)}
+         "tol 1e-3": dict(tol=1e-3), "tol 1e-4": dict(tol=1e-4)}
 
 
 def split(X, y, seed=0):
@@ -85,7 +85,7 @@ def fit(X, y, **options):
         return model, time.perf_counter() - start
 
 
-def measure(name, X, y, Xt, yt, lam):
+def measure(name, X, y, Xt, yt, lam, solvers=SOLVERS, rules=tuple(RULES)):
     rows = []
     n = X.shape[0]
     warm = slice(None, None, max(1, n // 500))
@@ -98,8 +98,9 @@ def measure(name, X, y, Xt, yt, lam):
                        fit_intercept=intercept)
         print(f"{name:<16} intercept {intercept!s:<5} converged: accuracy {ref_acc:.4f} at "
               f"lambda {lam:g}, {per_n.score(Xt, yt):.4f} at 1/n = {1 / n:.3g}", flush=True)
-        for solver in SOLVERS:
-            for rule, stop in RULES.items():
+        for solver in solvers:
+            for rule in rules:
+                stop = RULES[rule]
                 model, seconds = fit(X, y, lam=lam, solver=solver, fit_intercept=intercept,
                                      **stop)
                 acc = model.score(Xt, yt)
@@ -123,8 +124,15 @@ def main(argv=None):
     ap.add_argument("--news20-classes", action="store_true",
                     help="also the 20-class newsgroups set, one-vs-rest (builds it)")
     ap.add_argument("--only", help="comma-separated data set names")
+    ap.add_argument("--solvers", default=",".join(SOLVERS), help="comma-separated solvers")
+    ap.add_argument("--rules", default=",".join(RULES),
+                    help=f"comma-separated stopping rules of {', '.join(RULES)}")
     ap.add_argument("--json", help="where to write the figures (default benchmarks/defaults.json)")
     args = ap.parse_args(argv)
+    picked = dict(solvers=args.solvers.split(","), rules=args.rules.split(","))
+    unknown = set(picked["rules"]) - set(RULES)
+    if unknown:
+        ap.error(f"argument --rules: unknown {sorted(unknown)}")
     only = set(args.only.split(",")) if args.only else None
     rows = []
     for name, (train, test) in DATASETS.items():
@@ -141,9 +149,9 @@ def main(argv=None):
             Xt = Xt[:, :X.shape[1]] if Xt.shape[1] > X.shape[1] else Xt
             if Xt.shape[1] < X.shape[1]:
                 Xt.resize((Xt.shape[0], X.shape[1]))
-        rows += measure(name, X, y, Xt, yt, args.lam)
+        rows += measure(name, X, y, Xt, yt, args.lam, **picked)
     if args.news20_classes and (not only or "news20-classes" in only):
-        rows += measure("news20-classes", *news20_classes(), args.lam)
+        rows += measure("news20-classes", *news20_classes(), args.lam, **picked)
     print("wrote", bench_output.write("defaults", rows, args.json))
 
 
