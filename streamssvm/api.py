@@ -179,8 +179,8 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
         whose order must not depend on the machine's free memory. A run resumed from a
         ``checkpoint`` with "auto" holds the data as the checkpoint's run did.
     **solver_options
-        Passed to the solver (with ``"auto"``, those the chosen one takes: SDCA's
-        ``gap_tol`` is dropped when it picks Newton, say), e.g. TRON: ``forcing``, ``xi``,
+        Passed to the solver (with ``"auto"``, they narrow the choice to a solver that takes
+        them: ``forcing`` means TRON, ``gap_tol`` SDCA), e.g. TRON: ``forcing``, ``xi``,
         ``kappa``, ``preconditioner``, ``backtrack``; stochastic: ``seed``, ``eval_every``,
         ``max_seconds``; SGD: ``learning_rate``, ``eta0``, ``power_t``, ``average``; SAGA/SVRG:
         ``step``; SDCA: ``gap_tol``, ``inner_epochs``, ``shrinking`` (see
@@ -196,9 +196,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
     if client is not None:  # before the workers are asked
         if sample_weight is not None:
             raise ValueError(NO_DASK_ROW_WEIGHTS)
-        if solver in STOCHASTIC:
-            raise ValueError(f"solver {solver!r} reads the blocks itself; with a Dask client "
-                             f"use {', '.join(s for s in SOLVERS if s not in STOCHASTIC)}")
+        _check_on_workers(solver)
     if not isinstance(sigma_path, (list, tuple, np.ndarray)):
         raise ValueError(f"sigma_path must be a sequence of widths, got {sigma_path!r}")
     stages = []
@@ -229,12 +227,12 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
         if chosen:
             solver = choose_solver(get_loss(loss, sigma), source.n_samples, source.n_features,
                                    fit_intercept, sample_weight is not None, client is not None)
-        try:
-            solve = SOLVERS[solver]
-        except KeyError:
-            raise ValueError(f"unknown solver {solver!r}; known: auto, "
-                             f"{', '.join(SOLVERS)}") from None
-        solver_options = _options_for(solver, solver_options, chosen)
+        if solver not in SOLVERS:
+            raise ValueError(f"unknown solver {solver!r}; known: auto, {', '.join(SOLVERS)}")
+        solver, solver_options = _options_for(solver, solver_options, chosen)
+        solve = SOLVERS[solver]
+        if client is not None:  # an option may have narrowed auto to a stochastic one
+            _check_on_workers(solver)
         if sample_weight is not None and solver in STOCHASTIC:  # before the data is read
             raise ValueError(NO_ROW_WEIGHTS)
         make_objective = SmoothSVMObjective
@@ -312,17 +310,31 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
     return Model(np.array(coef), intercept, classes, params, history)
 
 
+def _check_on_workers(solver):
+    """Refuse a solver that cannot run with a Dask client."""
+    if solver in STOCHASTIC:
+        raise ValueError(f"solver {solver!r} reads the blocks itself; with a Dask client "
+                         f"use {', '.join(s for s in SOLVERS if s not in STOCHASTIC)}")
+
+
 def _options_for(solver, options, chosen):
-    """``options`` that ``solver`` takes. A name that no solver takes is an error; so is one
-    that this solver does not take, unless "auto" ``chosen`` it (the others' are left out)."""
-    taken = {name for solve in SOLVERS.values() for name in inspect.signature(solve).parameters}
-    unknown = sorted(set(options) - taken)
+    """The solver and the ``options`` it takes. A name that no solver takes is an error; so is
+    one that ``solver`` does not take, unless "auto" ``chosen`` it: the options then narrow the
+    choice to a solver that takes them all (``forcing`` means TRON, ``gap_tol`` SDCA), as a
+    user who names an option means the solver it belongs to."""
+    takes = {name: inspect.signature(solve).parameters.keys() for name, solve in SOLVERS.items()}
+    unknown = sorted(set(options) - set().union(*takes.values()))
     if unknown:
         hint = (" (class weights: sample_weight, or train_one_vs_rest's class_weight)"
                 if "class_weight" in unknown else "")
         raise TypeError(f"no solver takes the option(s) {', '.join(unknown)}{hint}")
-    accepted = inspect.signature(SOLVERS[solver]).parameters
-    others = sorted(set(options) - set(accepted))
-    if others and not chosen:
+    if chosen:
+        takers = [name for name in (solver, *SOLVERS) if takes[name] >= options.keys()]
+        if not takers:
+            raise TypeError(f"no one solver takes the options {', '.join(sorted(options))} "
+                            f"together")
+        solver = takers[0]
+    others = sorted(set(options) - set(takes[solver]))
+    if others:
         raise TypeError(f"solver {solver!r} takes no option(s) {', '.join(others)}")
-    return {k: v for k, v in options.items() if k in accepted}
+    return solver, options

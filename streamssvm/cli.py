@@ -374,7 +374,8 @@ def _add_train(subparsers):
                    help="lambda (default %(default)s)")
     p.add_argument("--solver", choices=("auto",) + tuple(SOLVERS), default="auto",
                    help="auto: sdca on wide data (the sharper the loss, the less wide), "
-                        "else newton (default %(default)s)")
+                        "else newton; a solver's own option (--backtrack, --hessian-sample) "
+                        "picks a solver that takes it (default %(default)s)")
     tolerance = _checked(check_tol, "a number >= 0")
     p.add_argument("--tol", type=tolerance, default=1e-4,
                    help="stop at ||grad|| <= tol ||grad at 0|| (default %(default)s)")
@@ -494,13 +495,12 @@ SOLVER_FLAGS = ("preconditioner", "backtrack", "forcing", "seed", "hessian_sampl
 
 def _solver_options(args):
     """The solver options given on the command line, as train_stream names them. With auto,
-    train_stream passes them to the solver it picks if that one takes them; else one that
-    the solver does not take is refused, and those left out are the solver's defaults."""
+    they narrow train_stream's choice to a solver that takes them; else one that the solver
+    does not take is refused, and those left out are the solver's defaults."""
     options = {name: getattr(args, name) for name in SOLVER_FLAGS
                if getattr(args, name) is not None}
     if "step" in options and args.solver in ("sgd", "auto"):  # auto picks no saga or svrg
         options["eta0"] = options.pop("step")
-        # train_stream refuses it for sgd, but auto drops it
         check_rate_options(options.get("learning_rate", "optimal"), options["eta0"])
     if args.solver == "auto":
         return options

@@ -495,7 +495,9 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
     @available_if(_has_probabilities)
     def predict_proba(self, X):
         """Class probabilities: Platt's sigmoids (``probability=True``) or the logistic
-        loss's own (see :mod:`streamssvm.calibration`).
+        loss's own (see :mod:`streamssvm.calibration`). A sigmoid's 1/2 lies at its own
+        offset, not at the decision function's 0: near the boundary the most probable class
+        can differ from :meth:`predict`, as with SVC's ``predict_proba``.
 
         Parameters
         ----------

@@ -261,15 +261,18 @@ def test_train_distributed_and_the_cli_give_the_local_model(a9a_stores, client, 
 
     full, halves = a9a_stores
     client.wait_for_workers(2, timeout=60)
-    reference = train_stream(full, lam=LAM, progress=False)
-    for model in (train_distributed(halves, client, lam=LAM, progress=False),
-                  train_stream(halves, lam=LAM, progress=False)):  # locally, as one source
+    # TRON to LIBLINEAR's tolerance: further on, the sums' order (two workers' partial sums
+    # against one process's) shows in the last digits that ill-conditioned steps amplify
+    run = dict(lam=LAM, solver="tron", tol=0.01, progress=False)
+    reference = train_stream(full, **run)
+    for model in (train_distributed(halves, client, **run),
+                  train_stream(halves, **run)):  # locally, as one source
         assert model.params["passes"] == reference.params["passes"]
         error = np.linalg.norm(model.coef_ - reference.coef_) / np.linalg.norm(reference.coef_)
         assert error <= 1e-8, error
     out = tmp_path / "model.npz"
     assert main(["train", *halves, "--scheduler", client.scheduler.address, "--lam", str(LAM),
-                 "-o", str(out), "--quiet"]) == 0
+                 "--solver", "tron", "--tol", "0.01", "-o", str(out), "--quiet"]) == 0
     loaded = Model.load(out)
     error = np.linalg.norm(loaded.coef_ - reference.coef_) / np.linalg.norm(reference.coef_)
     assert error <= 1e-8, error

@@ -187,10 +187,11 @@ def test_warm_start_and_string_labels(digits):
 def test_verbose_one_vs_rest_bars_name_the_labels(capsys, labels):
     """The bars of verbose=True said "class 0 (1/3)": the class indices it trains on."""
     X, y = make_classification(90, 6, n_informative=4, n_classes=3, random_state=0)
-    SmoothSVC(lam=1e-2, verbose=True).fit(X, np.array(labels)[y])
+    clf = SmoothSVC(lam=1e-2, verbose=True).fit(X, np.array(labels)[y])
     err = capsys.readouterr().err
     for i, label in enumerate(labels):
-        assert f"\rclass {label} ({i + 1}/3): tron: " in err, err
+        solver = clf.model_.params["solver"]
+        assert f"\rclass {label} ({i + 1}/3): {solver}: " in err, err
 
 
 def test_binary_decision_sign_and_model(tmp_path):

@@ -108,7 +108,8 @@ def test_verbose_prints_a_line_per_iteration(data, tmp_path, python_env):
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     model = Model.load(tmp_path / "m.npz")
-    lines = [line for line in run.stderr.splitlines() if line.startswith("tron: iter")]
+    lines = [line for line in run.stderr.splitlines()
+             if line.startswith(f"{model.params['solver']}: iter")]
     assert len(lines) == len(model.history)
     for line, entry in zip(lines, model.history):
         assert f"iter {entry['iteration']:4d} f {entry['f']:.10e}" in line

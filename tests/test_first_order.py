@@ -2,6 +2,7 @@
 never go up, SGD is reproducible from its seed, streamed and in-memory runs agree, SDCA's
 duality gap closes for every loss with a conjugate, incremental training resumes exactly."""
 
+import inspect
 import json
 import os
 import signal
@@ -617,8 +618,11 @@ def test_cli_trains_subsampled_newton(data, tmp_path, capsys):
     direct = streamssvm.train_stream(store, lam=1e-3, solver="newton", hessian_sample=0.2,
                                      seed=3, progress=False)
     np.testing.assert_array_equal(streamssvm.Model.load(model).coef_, direct.coef_)
-    assert main([*train, "--overwrite", "--hessian-sample", "0.2"]) == 1
+    assert main([*train, "--overwrite", "--solver", "tron", "--hessian-sample", "0.2"]) == 1
     assert "--solver tron takes no --hessian-sample (newton)" in capsys.readouterr().err
+    # with auto, the option picks the solver that takes it
+    assert main([*train, "--overwrite", "--hessian-sample", "0.2", "--seed", "3"]) == 0
+    np.testing.assert_array_equal(streamssvm.Model.load(model).coef_, direct.coef_)
 
 
 def test_cli_reports_an_unconverged_run_in_one_line(data, tmp_path, capsys):
@@ -628,8 +632,9 @@ def test_cli_reports_an_unconverged_run_in_one_line(data, tmp_path, capsys):
     store, model = tmp_path / "a9a.h5", tmp_path / "m.npz"
     write_store(store, InMemorySource(*data))
     assert main(["train", str(store), "-o", str(model), "--max-iter", "1", "--quiet"]) == 0
-    assert capsys.readouterr().err.startswith("streamssvm: warning: tron stopped unconverged "
-                                              "(max_iter reached): ||grad|| = ")
+    solver = streamssvm.Model.load(model).params["solver"]
+    assert capsys.readouterr().err.startswith(f"streamssvm: warning: {solver} stopped "
+                                              f"unconverged (max_iter reached): ||grad|| = ")
 
 
 def test_cli_interrupted_closes_its_bar_first(data, tmp_path, python, python_env):
@@ -962,13 +967,15 @@ def test_cli_names_the_options_of_a_combination_refused(data, tmp_path, capsys, 
 
 
 def test_cli_train_help_states_the_default_solver(capsys):
-    """--solver's help told what auto picks but not the default, tron (found by a probe)."""
+    """--solver's help told what auto picks but not the default (found by a probe); the
+    default it states is train_stream's."""
     from streamssvm.cli import main
 
     with pytest.raises(SystemExit):
         main(["train", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
-    assert "else newton (default tron)" in help_text
+    default = inspect.signature(streamssvm.train_stream).parameters["solver"].default
+    assert "else newton" in help_text and f"takes it (default {default})" in help_text
 
 
 @pytest.mark.parametrize("solver", ["tron", "sdca"])
