@@ -1147,14 +1147,21 @@ def test_epochs_over_held_data_read_nothing(data, tmp_path):
         list(streamed.shuffled_blocks(np.random.default_rng(1)))
 
 
-def test_auto_passes_on_the_options_its_choice_takes(data):
-    """An option of another solver (SDCA's gap_tol when Newton is picked) is left out; a
-    name no solver takes is an error."""
+def test_auto_takes_a_solver_that_takes_the_options_given(data):
+    """An option of one solver narrows auto to it (SDCA's gap_tol: SDCA where Newton would be
+    picked; it was left out, and TRON's --backtrack with it), options no one solver takes
+    together are refused, and a name no solver takes is an error."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
+        plain = streamssvm.train_stream(*data, loss="logistic", lam=LAM, solver="auto",
+                                        max_iter=2, progress=False)
         model = streamssvm.train_stream(*data, loss="logistic", lam=LAM, solver="auto",
                                         max_iter=2, gap_tol=1e-3, progress=False)
-    assert model.params["solver"] == "newton" and "gap_tol" not in model.params
+    assert plain.params["solver"] == "newton"
+    assert model.params["solver"] == "sdca" and model.params["gap_tol"] == 1e-3
+    with pytest.raises(TypeError, match="no one solver takes the options backtrack, gap_tol"):
+        streamssvm.train_stream(*data, solver="auto", gap_tol=1e-3, backtrack=True,
+                                progress=False)
     with pytest.raises(TypeError, match="no solver takes the option.*gap_toll"):
         streamssvm.train_stream(*data, solver="auto", gap_toll=1e-3, progress=False)
 
