@@ -91,6 +91,10 @@ class CVResult:
     n_iter, passes : arrays of shape (n_sigmas, n_lams, n_folds), int
         Solver iterations and passes over the fold's rows at each point (-1: not run).
     converged : array of shape (n_sigmas, n_lams, n_folds), bool
+    objective, grad_norm : arrays of shape (n_sigmas, n_lams, n_folds)
+        L(w) and ||grad L(w)|| of each fold's model on its training rows (one-vs-rest: the
+        sum and the largest over the classes' problems): w is within grad_norm / lambda
+        of the point's optimum.
     folds : array of shape (n_samples,)
         Each row's fold, 0 .. n_folds - 1.
     lam_max : float or None
@@ -114,6 +118,8 @@ class CVResult:
     n_iter: np.ndarray
     passes: np.ndarray
     converged: np.ndarray
+    objective: np.ndarray
+    grad_norm: np.ndarray
     folds: np.ndarray
     lam_max: object
     best_lam: float
@@ -196,7 +202,8 @@ class CVResult:
         return dict(loss=self.loss, lams=self.lams.tolist(), sigmas=list(self.sigmas),
                     accuracy=_nan_none(self.accuracy), mean_loss=_nan_none(self.mean_loss),
                     n_iter=self.n_iter.tolist(), passes=self.passes.tolist(),
-                    converged=self.converged.tolist(), n_folds=self.n_folds,
+                    converged=self.converged.tolist(), objective=_nan_none(self.objective),
+                    grad_norm=_nan_none(self.grad_norm), n_folds=self.n_folds,
                     lam_max=self.lam_max, best_lam=self.best_lam, best_sigma=self.best_sigma,
                     best_accuracy=self.best_accuracy, best_std=self.best_std,
                     seconds=self.seconds, options=self.options)
@@ -487,6 +494,7 @@ def cross_validate(data, y=None, *, loss="psi_g", lams=None, sigmas=None, folds=
         accuracy, mean_loss = np.full(shape, np.nan), np.full(shape, np.nan)
         n_iter, passes = np.full(shape, -1, np.int64), np.full(shape, -1, np.int64)
         converged = np.zeros(shape, bool)
+        objective, grad_norm = np.full(shape, np.nan), np.full(shape, np.nan)
         bar = progress_bar(progress, total=None if start is not None else int(np.prod(shape)),
                            desc="cross-validation", unit="fit")
         began = time.perf_counter()
@@ -512,6 +520,9 @@ def cross_validate(data, y=None, *, loss="psi_g", lams=None, sigmas=None, folds=
                     params = model.params
                     n_iter[i, j, f], passes[i, j, f] = params["n_iter"], params["passes"]
                     converged[i, j, f] = params["converged"]
+                    problems = params.get("per_class", [params])
+                    objective[i, j, f] = sum(p["objective"] for p in problems)
+                    grad_norm[i, j, f] = max(p["grad_norm"] for p in problems)
                     bar.update()
                     bar.set_postfix(lam=f"{lam:.3g}", sigma=sigma, best=f"{best:.4f}",
                                     refresh=False)
@@ -532,6 +543,7 @@ def cross_validate(data, y=None, *, loss="psi_g", lams=None, sigmas=None, folds=
         lam_values = lam_values[:reached]
         accuracy, mean_loss = accuracy[:, :reached], mean_loss[:, :reached]
         n_iter, passes, converged = n_iter[:, :reached], passes[:, :reached], converged[:, :reached]
+        objective, grad_norm = objective[:, :reached], grad_norm[:, :reached]
         mean = _mean(accuracy)
         # the highest mean; ties: the largest lambda, then the largest sigma
         ran = [(j, i) for j in range(reached) for i in range(len(sigma_values))
@@ -548,7 +560,7 @@ def cross_validate(data, y=None, *, loss="psi_g", lams=None, sigmas=None, folds=
     name = losses[0].name
     return CVResult(loss=name, lams=lam_values, sigmas=tuple(sigma_values), accuracy=accuracy,
                     mean_loss=mean_loss, n_iter=n_iter, passes=passes, converged=converged,
-                    folds=fold_of, lam_max=start, best_lam=best_lam, best_sigma=best_sigma,
+                    objective=objective, grad_norm=grad_norm, folds=fold_of, lam_max=start, best_lam=best_lam, best_sigma=best_sigma,
                     best_accuracy=float(mean[i, j]), best_std=float(_std(accuracy)[i, j]),
                     model=model, seconds=seconds,
                     options=dict(solver=solver, tol=tol, fit_intercept=fit_intercept,
