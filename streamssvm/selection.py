@@ -208,10 +208,11 @@ class CVResult:
                     best_accuracy=self.best_accuracy, best_std=self.best_std,
                     seconds=self.seconds, options=self.options)
 
-    def plot(self, path):
+    def plot(self, path, overwrite=False):
         """Write CV accuracy against lambda, one curve per sigma (error bars: the folds'
-        standard deviation), to ``path`` (any format matplotlib writes, e.g. .png); a
-        ValueError saying how to install matplotlib without it."""
+        standard deviation), to ``path`` (any format matplotlib writes, e.g. .png; an
+        existing file replaced only with ``overwrite``); a ValueError saying how to install
+        matplotlib without it."""
         try:
             import matplotlib
         except ImportError:
@@ -235,7 +236,7 @@ class CVResult:
         ax.legend(fontsize=8)
         fig.tight_layout()
         fmt = str(path).rsplit(".", 1)[-1] if "." in str(path) else "png"
-        with open_output(path, "wb") as fh:
+        with open_output(path, "wb", overwrite=overwrite) as fh:
             fig.savefig(fh, format=fmt, dpi=120)
         plt.close(fig)
 
