@@ -389,8 +389,8 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
     def _fit_source(self, source, classes, sample_weight):
         for name in ("online_", "_online_params"):  # a later partial_fit starts afresh
             self.__dict__.pop(name, None)
-        n, k = source.n_samples, len(classes)
-        row_weights = self._sample_weight(sample_weight, getattr(source, "X", None), n)
+        row_weights = self._sample_weight(sample_weight, getattr(source, "X", None),
+                                          source.n_samples)
         class_weight = self._class_weights(classes)
         options = dict(loss=self.loss, sigma=self.sigma, lam=self.lam, solver=self.solver,
                        tol=self.tol, fit_intercept=self.fit_intercept,
@@ -433,8 +433,8 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         self.n_features_in_ = coef.shape[1]
         numeric = np.issubdtype(classes.dtype, np.number)
         self.model_ = Model(model.coef_, model.intercept_,
-                            classes if numeric else np.arange(k), model.params, model.history,
-                            model.calibration)
+                            classes if numeric else np.arange(len(classes)), model.params,
+                            model.history, model.calibration)
         return self
 
     def _check_two_classes(self, classes, where=""):

@@ -269,3 +269,19 @@ def test_plot_needs_matplotlib_or_writes_a_png(path_result, tmp_path):
         return
     path_result.plot(target)
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_smoothsvccv_exposes_the_chosen_point(a9a):
+    from streamssvm import SmoothSVCCV
+
+    X, y = a9a
+    y = np.where(y > 0, "yes", "no")
+    estimator = SmoothSVCCV(lams=LAMS, sigmas=SIGMAS, cv=3, fit_intercept=False,
+                            random_state=4).fit(X, y)
+    r = cross_validate(X, y, lams=LAMS, sigmas=SIGMAS, folds=3, seed=4, progress=False)
+    assert (estimator.lam_, estimator.sigma_) == (r.best_lam, r.best_sigma)
+    np.testing.assert_array_equal(estimator.scores_, r.accuracy)
+    assert estimator.cv_results_["params"] == r.cv_results_["params"]
+    np.testing.assert_allclose(estimator.coef_[0], r.model.coef_, rtol=1e-12, atol=1e-15)
+    assert set(estimator.predict(X[:50])) <= {"yes", "no"}
+    assert not hasattr(estimator, "partial_fit")
