@@ -561,7 +561,8 @@ def cross_validate(data, y=None, *, loss="psi_g", lams=None, sigmas=None, folds=
     name = losses[0].name
     return CVResult(loss=name, lams=lam_values, sigmas=tuple(sigma_values), accuracy=accuracy,
                     mean_loss=mean_loss, n_iter=n_iter, passes=passes, converged=converged,
-                    objective=objective, grad_norm=grad_norm, folds=fold_of, lam_max=start, best_lam=best_lam, best_sigma=best_sigma,
+                    objective=objective, grad_norm=grad_norm, folds=fold_of, lam_max=start,
+                    best_lam=best_lam, best_sigma=best_sigma,
                     best_accuracy=float(mean[i, j]), best_std=float(_std(accuracy)[i, j]),
                     model=model, seconds=seconds,
                     options=dict(solver=solver, tol=tol, fit_intercept=fit_intercept,
