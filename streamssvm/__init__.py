@@ -29,18 +29,20 @@ from .losses import Loss, get_loss
 from .model import Model
 from .multiclass import train_one_vs_rest
 from .online import OnlineTrainer
+from .selection import CVResult, cross_validate
 from .solvers import ConvergenceWarning
 
-__all__ = ["CheckpointError", "ConvergenceWarning", "FileFormatError", "InMemorySource", "Loss",
-           "Model", "ModelFileError", "OnlineTrainer", "SmoothSVC", "Store", "StoreError",
-           "StoreWriter", "SvmlightFormatError", "calibrated", "convert_svmlight", "get_loss",
-           "train_one_vs_rest", "train_stream", "__version__"]
+__all__ = ["CVResult", "CheckpointError", "ConvergenceWarning", "FileFormatError",
+           "InMemorySource", "Loss", "Model", "ModelFileError", "OnlineTrainer", "SmoothSVC",
+           "SmoothSVCCV", "Store", "StoreError", "StoreWriter", "SvmlightFormatError",
+           "calibrated", "convert_svmlight", "cross_validate", "get_loss", "train_one_vs_rest",
+           "train_stream", "__version__"]
 
 
 def __getattr__(name):
     # scikit-learn's import costs about a second: only when the estimator is asked for
-    if name == "SmoothSVC":
-        from .estimator import SmoothSVC
+    if name in ("SmoothSVC", "SmoothSVCCV"):
+        from . import estimator
 
-        return SmoothSVC
+        return getattr(estimator, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

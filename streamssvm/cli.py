@@ -95,6 +95,17 @@ def _width_list(text):
     return tuple(_width(t) for t in text.split(","))
 
 
+_lam = _checked(check_lam, "a positive finite number")
+
+
+def _lam_or_auto(text):
+    return text if text == "auto" else _lam(text)
+
+
+def _lam_list(text):
+    return tuple(_lam(t) for t in text.split(","))
+
+
 # --- convert ----------------------------------------------------------------------------------
 def _add_convert(subparsers):
     p = subparsers.add_parser(
@@ -370,8 +381,12 @@ def _add_train(subparsers):
     p.add_argument("--sigma-path", type=_width_list, default=(), metavar="S1,S2,...",
                    help="continuation: solve at these sigmas first (decreasing, all larger "
                         "than --sigma), warm-starting")
-    p.add_argument("--lam", type=_checked(check_lam, "a positive finite number"), default=1e-5,
-                   help="lambda (default %(default)s)")
+    p.add_argument("--lam", type=_lam_or_auto, default=1e-5,
+                   help="lambda, or auto: chosen by cross-validation (as 'streamssvm cv' "
+                        "with its default grid; sigma too for psi_g / psi_m without --sigma), "
+                        "then the model trained at it (default %(default)s)")
+    p.add_argument("--cv", type=_checked(check_n_folds, "an integer >= 2", int), metavar="K",
+                   help="folds of --lam auto (implies it; default 5)")
     p.add_argument("--solver", choices=("auto",) + tuple(SOLVERS), default="auto",
                    help="auto: sdca on wide data (the sharper the loss, the less wide), "
                         "else newton; a solver's own option (--backtrack, --hessian-sample) "
@@ -578,6 +593,8 @@ def cmd_train(args):
         raise ValueError(f"--checkpoint {args.checkpoint} is the model file -o {args.output}: "
                          f"give it another name")
     options = dict(_solver_options(args), **_checkpoint_options(args))
+    if args.lam == "auto" or args.cv is not None:
+        _choose_lam(args, options)
     train = _calibrated_training(args) or train_one_vs_rest
     with _dask_client(args.scheduler) as client, options_named(TRAIN_OPTIONS):
         model = train(args.store, class_weight=args.class_weight, loss=args.loss,
@@ -604,6 +621,128 @@ def cmd_train(args):
                   f"{args.output}", file=report)
         if model.calibration is not None:
             print(_calibration_summary(model.calibration), file=report)
+    return 0
+
+
+def _choose_lam(args, options):
+    """--lam auto: set args.lam (and args.sigma, with its continuation, for psi_g / psi_m
+    without --sigma) to the best point of a K-fold cross-validation on the store, printing
+    it; the solver options but not the checkpoint or the scheduler serve the folds."""
+    from .selection import cross_validate
+
+    # the folds' own seed is cross_validate's seed (0); the stochastic solvers take theirs
+    given = {k: v for k, v in options.items()
+             if k not in ("checkpoint", "checkpoint_every", "seed")}
+    with options_named(dict(TRAIN_OPTIONS, lam="--lam", cv="--cv", folds="--cv")):
+        result = cross_validate(args.store, loss=args.loss,
+                                sigmas=None if args.sigma is None else (args.sigma,),
+                                folds=args.cv or 5, solver=args.solver, tol=args.tol,
+                                fit_intercept=args.intercept, refit=False,
+                                progress=not (args.quiet or args.verbose),
+                                class_weight=args.class_weight, abs_tol=args.abs_tol,
+                                liblinear_tol=args.liblinear_tol, n_threads=args.threads,
+                                **({} if args.max_iter is None else {"max_iter": args.max_iter}),
+                                **given)
+    args.lam = result.best_lam
+    if result.best_sigma is not None and args.sigma is None:
+        args.sigma = result.best_sigma
+        if not args.sigma_path:
+            args.sigma_path = tuple(s for s in result.sigmas if s > result.best_sigma)
+    if not args.quiet:
+        print(result.summary(), file=sys.stderr if is_stdout(args.output) else sys.stdout)
+
+
+# --- cv ---------------------------------------------------------------------------------------
+# the options that set the parameters cross_validate's errors name
+CV_OPTIONS = {"loss": "--loss", "lams": "--lams", "sigmas": "--sigmas", "folds": "--folds",
+              "cv": "--folds", "lam_ratio": "--lam-ratio", "patience": "--patience",
+              "max_lams": "--max-lams", "fit_intercept": "--intercept"}
+
+
+def _add_cv(subparsers):
+    from .losses import LOSS_NAMES
+
+    p = subparsers.add_parser(
+        "cv", help="choose lambda (and sigma) by k-fold cross-validation",
+        description="K-fold cross-validation along warm-started paths: each fold's model "
+                    "trained from the largest lambda down (and from the widest sigma down "
+                    "for psi_g / psi_m), scored on the fold's rows; prints the accuracy and "
+                    "mean loss of every point and the best one. Folds are row subsets of "
+                    "the store, read through it.")
+    p.add_argument("store", metavar="STORE", nargs="+",
+                   help="a store or svmlight text; several (same width and labels) are read "
+                        "as one")
+    p.add_argument("--loss", default="psi_g",
+                   help=f"{', '.join(LOSS_NAMES)}, or NAME:key=value,... (default %(default)s)")
+    p.add_argument("--lams", type=_lam_list, metavar="L1,L2,...",
+                   help="the lambdas, decreasing (default: from where the model is trivial "
+                        "down by --lam-ratio, until the accuracy stops improving)")
+    p.add_argument("--sigmas", type=_width_list, metavar="S1,S2,...",
+                   help="the widths of psi_g / psi_m, decreasing (default 2^1,2^-1,2^-3,2^-5)")
+    p.add_argument("--folds", type=_checked(check_n_folds, "an integer >= 2", int), default=5,
+                   metavar="K", help="stratified folds (default %(default)s)")
+    p.add_argument("--seed", type=_checked(check_seed, "an integer >= 0", int), default=0,
+                   help="seed of the folds (default %(default)s)")
+    p.add_argument("--lam-ratio", type=float, default=2.0, metavar="R",
+                   help="factor between the default grid's lambdas (default %(default)s)")
+    p.add_argument("--patience", type=_positive_int, default=5, metavar="N",
+                   help="the default grid stops after N points without a higher accuracy "
+                        "(default %(default)s)")
+    p.add_argument("--max-lams", type=_positive_int, default=30, metavar="N",
+                   help="most points of the default grid at each sigma (default %(default)s)")
+    p.add_argument("--solver", choices=("auto",) + tuple(SOLVERS), default="auto",
+                   help="the solver at every point (default %(default)s)")
+    p.add_argument("--tol", type=_checked(check_tol, "a number >= 0"), default=1e-4,
+                   help="stop at ||grad|| <= tol ||grad at 0|| (default %(default)s)")
+    p.add_argument("--max-iter", type=_positive_int,
+                   help="iterations at each point (default: the solver's)")
+    p.add_argument("--intercept", action="store_true", help="fit an unregularised intercept")
+    p.add_argument("--threads", type=_checked(check_threads, "an integer >= 1", int),
+                   help="kernel threads (default: all cores)")
+    p.add_argument("-o", "--output", metavar="MODEL",
+                   help="also train on all rows at the best point and write the model here")
+    p.add_argument("--json", metavar="FILE", help="write the whole table as JSON here")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="plot accuracy against lambda, one curve per sigma (needs "
+                        "matplotlib: pip install 'streamssvm[plot]')")
+    _add_cache_dir(p)
+    p.add_argument("--overwrite", action="store_true", help="replace the outputs if they exist")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_cv)
+
+
+def cmd_cv(args):
+    import json
+
+    from ._json import json_default
+    from .selection import cross_validate
+
+    outputs = [path for path in (args.output, args.json, args.plot) if path]
+    for path in outputs:  # before the path, not after
+        check_output(path, args.overwrite, args.store)
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise ValueError("--plot needs matplotlib: pip install 'streamssvm[plot]'") from None
+    stores = store_paths(args.store, cache_dir=args.cache_dir, progress=not args.quiet)
+    with options_named(CV_OPTIONS):
+        result = cross_validate(stores[0] if len(stores) == 1 else stores, loss=args.loss,
+                                lams=args.lams, sigmas=args.sigmas, folds=args.folds,
+                                seed=args.seed, fit_intercept=args.intercept,
+                                solver=args.solver, tol=args.tol, refit=bool(args.output),
+                                progress=not args.quiet, lam_ratio=args.lam_ratio,
+                                patience=args.patience, max_lams=args.max_lams,
+                                n_threads=args.threads,
+                                **({} if args.max_iter is None else {"max_iter": args.max_iter}))
+    print(result.table())
+    if args.json:
+        with open_output(args.json, "w", overwrite=args.overwrite) as fh:
+            json.dump(result.to_json(), fh, default=json_default)
+    if args.plot:
+        result.plot(args.plot, overwrite=args.overwrite)
+    if args.output:
+        result.model.save(args.output, overwrite=args.overwrite)
     return 0
 
 
@@ -742,8 +881,8 @@ def _size(n):
     return f"{n:,} bytes" if unit == "bytes" else f"{value:.1f} {unit} ({n:,} bytes)"
 
 
-SUBCOMMANDS = [_add_convert, _add_info, _add_verify, _add_train, _add_predict, _add_losses,
-               _add_demo]
+SUBCOMMANDS = [_add_convert, _add_info, _add_verify, _add_train, _add_cv, _add_predict,
+               _add_losses, _add_demo]
 
 
 def build_parser():

@@ -389,15 +389,9 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
     def _fit_source(self, source, classes, sample_weight):
         for name in ("online_", "_online_params"):  # a later partial_fit starts afresh
             self.__dict__.pop(name, None)
-        n, k = source.n_samples, len(classes)
-        row_weights = self._sample_weight(sample_weight, getattr(source, "X", None), n)
-        class_weight = self.class_weight
-        if isinstance(class_weight, dict):  # in the order of the source's classes
-            unknown = set(class_weight) - set(classes.tolist())
-            if unknown:
-                raise ValueError(f"class_weight names labels {sorted(unknown, key=str)} that "
-                                 f"are not among the classes {classes.tolist()}")
-            class_weight = [class_weight.get(label, 1.0) for label in classes]
+        row_weights = self._sample_weight(sample_weight, getattr(source, "X", None),
+                                          source.n_samples)
+        class_weight = self._class_weights(classes)
         options = dict(loss=self.loss, sigma=self.sigma, lam=self.lam, solver=self.solver,
                        tol=self.tol, fit_intercept=self.fit_intercept,
                        intercept_scaling=self.intercept_scaling, n_threads=self.n_threads,
@@ -414,6 +408,23 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
                                       seed=_seed(self.random_state))
         model = train(source, class_weight=class_weight, sample_weight=row_weights,
                       w0=self._warm_start_point(classes), names=classes, **options)
+        return self._fitted(model, classes)
+
+    def _class_weights(self, classes):
+        """``class_weight`` as train_one_vs_rest takes it: a dict as a list in the order of
+        ``classes`` (labels it names that are none of them refused)."""
+        class_weight = self.class_weight
+        if isinstance(class_weight, dict):
+            unknown = set(class_weight) - set(classes.tolist())
+            if unknown:
+                raise ValueError(f"class_weight names labels {sorted(unknown, key=str)} that "
+                                 f"are not among the classes {classes.tolist()}")
+            class_weight = [class_weight.get(label, 1.0) for label in classes]
+        return class_weight
+
+    def _fitted(self, model, classes):
+        """Set the fitted attributes from ``model``, trained on a source whose classes are
+        the indices of ``classes`` (or the label values themselves); returns self."""
         coef = np.atleast_2d(model.coef_)
         self.classes_ = classes
         self.coef_ = coef
@@ -422,8 +433,8 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         self.n_features_in_ = coef.shape[1]
         numeric = np.issubdtype(classes.dtype, np.number)
         self.model_ = Model(model.coef_, model.intercept_,
-                            classes if numeric else np.arange(k), model.params, model.history,
-                            model.calibration)
+                            classes if numeric else np.arange(len(classes)), model.params,
+                            model.history, model.calibration)
         return self
 
     def _check_two_classes(self, classes, where=""):
@@ -533,6 +544,101 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
             scores, labels = self.model_.decision_and_labels(store)
             truth = np.asarray(store.classes)[_class_indices(store, labels)]
         return float(np.average(self._labels_of(scores) == truth, weights=sample_weight))
+
+
+class SmoothSVCCV(SmoothSVC):
+    """SmoothSVC with lambda (and sigma) chosen by k-fold cross-validation, as
+    scikit-learn's ``LogisticRegressionCV``: :func:`streamssvm.cross_validate` walks each
+    fold's warm-started path over the grid and the model is refitted on all rows at the
+    point of highest mean accuracy.
+
+    Parameters
+    ----------
+    lams : sequence of float, optional
+        The lambdas, strictly decreasing. Default: from where the model is trivial down by
+        factors of 2, stopped when the accuracy stops improving (see
+        :mod:`streamssvm.selection`).
+    sigmas : sequence of float, optional
+        Widths of psi_G / psi_M, strictly decreasing (default 2^1, 2^-1, 2^-3, 2^-5 for
+        them; for other losses, the loss's own).
+    cv : int or array of shape (n_samples,), default 5
+        Stratified folds (an int K >= 2) or each row's fold.
+    random_state : int or None
+        Seed of the folds (None: 0, so that fits repeat, as LogisticRegressionCV's
+        unshuffled folds do).
+    loss, solver, tol, max_iter, fit_intercept, intercept_scaling, class_weight, n_threads,
+    verbose
+        As for :class:`SmoothSVC`, at every point of the path and in the refit.
+
+    Attributes
+    ----------
+    lam_, sigma_ : float, float or None
+        The point chosen (sigma None for a loss without a width).
+    lams_, sigmas_ : array of shape (n_lams,), tuple of n_sigmas
+        The grid walked.
+    scores_ : array of shape (n_sigmas, n_lams, n_folds)
+        Held-out accuracy of each fold's model (NaN past where a sigma's path stopped).
+    cv_results_ : dict
+        The points as ``GridSearchCV.cv_results_`` gives them.
+    cv_result_ : CVResult
+        All that :func:`~streamssvm.cross_validate` returned.
+    classes_, coef_, intercept_, n_iter_, n_features_in_, model_
+        Of the refitted model, as for :class:`SmoothSVC`.
+    """
+
+    warm_start = False  # what SmoothSVC's fit and predict_proba read: no warm start, and
+    probability = False  # probabilities for the logistic loss only
+
+    def __init__(self, lams=None, sigmas=None, cv=5, loss="psi_g", solver="auto", tol=1e-4,
+                 max_iter=None, fit_intercept=True, intercept_scaling=1.0, class_weight=None,
+                 n_threads=None, random_state=None, verbose=False):
+        self.lams = lams
+        self.sigmas = sigmas
+        self.cv = cv
+        self.loss = loss
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.class_weight = class_weight
+        self.n_threads = n_threads
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, X, y=None):
+        """Cross-validate on ``X`` and labels ``y`` (or a store, ``X`` its path and ``y``
+        None), then refit on all rows at the best point.
+
+        Returns
+        -------
+        self
+        """
+        return super().fit(X, y)
+
+    @available_if(lambda estimator: False)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Not available: the path is chosen on the whole data."""
+        raise AttributeError(f"{type(self).__name__} has no partial_fit")
+
+    def _fit_source(self, source, classes, sample_weight):
+        from .selection import cross_validate
+
+        options = dict(loss=self.loss, lams=self.lams, sigmas=self.sigmas, folds=self.cv,
+                       seed=0 if self.random_state is None else _seed(self.random_state),
+                       fit_intercept=self.fit_intercept, solver=self.solver, tol=self.tol,
+                       intercept_scaling=self.intercept_scaling, n_threads=self.n_threads,
+                       progress=bool(self.verbose), class_weight=self._class_weights(classes),
+                       names=classes)
+        if self.max_iter is not None:
+            options["max_iter"] = self.max_iter
+        result = cross_validate(source, **options)
+        self.cv_result_ = result
+        self.lam_, self.sigma_ = result.best_lam, result.best_sigma
+        self.lams_, self.sigmas_ = result.lams, result.sigmas
+        self.scores_ = result.accuracy
+        self.cv_results_ = result.cv_results_
+        return self._fitted(result.model, classes)
 
 
 def _class_indices(source, labels):

@@ -21,7 +21,7 @@ from sklearn.preprocessing import MaxAbsScaler  # noqa: E402
 from sklearn.svm import LinearSVC  # noqa: E402
 from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
 
-from streamssvm import ConvergenceWarning, InMemorySource, SmoothSVC  # noqa: E402
+from streamssvm import ConvergenceWarning, InMemorySource, SmoothSVC, SmoothSVCCV  # noqa: E402
 from streamssvm.data import write_store  # noqa: E402
 
 # The default; one solved tightly (check_sample_weight_equivalence_* compares decision
@@ -35,7 +35,8 @@ from streamssvm.data import write_store  # noqa: E402
 # 3 of 8 seeds of the check's data; logistic fits agree to 1e-9 or better. By TRON: Newton
 # stops on its objective's last decrease (1e-12 |f|) with decision values 2e-8 apart.
 CHECKED = [SmoothSVC(), SmoothSVC(lam=1e-3, tol=1e-10, loss="logistic", solver="tron"),
-           SmoothSVC(solver="sgd", max_iter=5, random_state=0)]
+           SmoothSVC(solver="sgd", max_iter=5, random_state=0),
+           SmoothSVCCV(lams=(1e-1, 1e-3), sigmas=(0.5, 0.125), cv=3)]
 NO_WEIGHTS = "the stochastic solvers' kernels take no row weights: they refuse sample_weight"
 STOCHASTIC_FAILURES = {name: NO_WEIGHTS for name in (
     "check_sample_weights_pandas_series", "check_sample_weights_not_an_array",
@@ -63,8 +64,9 @@ def test_sklearn_estimator_checks(estimator, check, python, python_env):
         # check in a fresh one rather than let it skip
         code = textwrap.dedent(f"""
             from sklearn.utils.estimator_checks import check_array_api_input
-            from streamssvm import SmoothSVC
-            check_array_api_input("SmoothSVC", {estimator!r}, **{check.keywords!r})
+            from streamssvm import SmoothSVC, SmoothSVCCV
+            check_array_api_input("{type(estimator).__name__}", {estimator!r},
+                                  **{check.keywords!r})
         """)
         env = dict(python_env, SCIPY_ARRAY_API="1")
         result = subprocess.run([python, "-c", code], env=env, capture_output=True, text=True,
