@@ -78,3 +78,51 @@ def test_bench_matrix_refuses_an_unknown_shape(tmp_path, python_env):
                 python_env)
     assert proc.returncode == 2
     assert "--shapes: unknown ['nonesuch']" in proc.stderr
+
+
+def test_bench_vw_writes_vw_text_that_vw_reads(tmp_path):
+    pytest.importorskip("vowpalwabbit")
+    sys.path.insert(0, TOOLS)
+    import bench_vw
+
+    src = tmp_path / "a.svm"
+    src.write_bytes(b"+1 3:0.5 7:1.25\n-1\n-1 2:1e-3\n+1 1:2 4:3 9:0.25")
+    dst = bench_vw.to_vw(str(src), str(tmp_path / "a.vw"), chunk=7)  # lines cut by chunks
+    assert (tmp_path / "a.vw").read_bytes() == (b"+1 |f 3:0.5 7:1.25\n-1 |f\n-1 |f 2:1e-3\n"
+                                                b"+1 |f 1:2 4:3 9:0.25\n")
+    proc = subprocess.run([sys.executable, "-m", "vowpalwabbit", "-d", dst, "--quiet",
+                           "-p", str(tmp_path / "p")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert len((tmp_path / "p").read_text().split()) == 4
+
+
+def test_bench_vw_quick_runs_both_sides_under_the_cap(tmp_path, python_env):
+    pytest.importorskip("vowpalwabbit")
+    bench_vw = os.path.join(TOOLS, "bench_vw.py")
+    for tool in ("run-capped", "evict"):
+        path = os.path.join(os.path.dirname(os.path.dirname(TOOLS)), "shared", "bin", tool)
+        if not os.path.exists(path):
+            pytest.skip(f"{path} not found (bench_vw runs every run under it)")
+    out = tmp_path / "vw.json"
+    proc = subprocess.run([sys.executable, bench_vw, "--quick", "--json", str(out), "--work",
+                           str(tmp_path)], env=python_env, capture_output=True, text=True)
+    if proc.returncode != 0 and "no writable memory cgroup" in proc.stderr:
+        pytest.skip("no memory cgroup for run-capped here")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    figures = json.loads(out.read_text())["figures"]
+    vw = {(r["loss"], r["passes"]) for r in figures["vw"]}
+    assert vw == {(loss, p) for loss in ("hinge", "logistic") for p in (1, 3, 10)}
+    ours = {(r["loss"], r["solver"]) for r in figures["ours"]}
+    assert ours == {(loss, s) for loss in ("squared_hinge", "logistic")
+                    for s in ("auto", "tron", "newton", "sdca")} | {("hinge", "sgd"),
+                                                                    ("logistic", "sgd")}
+    conversion = figures["ours_conversion"]["seconds"]
+    for run in figures["vw"] + figures["ours"]:
+        assert run["returncode"] == 0 and 0.5 < run["test_accuracy"] <= 1.0, run
+        assert run["peak_mb"] <= figures["cap_mb"]
+    for run in figures["ours"]:
+        assert run["seconds"] == pytest.approx(conversion + run["train_seconds"])
+    assert len(figures["against_vw_10_passes"]) == len(figures["ours"])
+    for row in figures["against_vw_10_passes"]:
+        assert row["ratio"] == pytest.approx(row["seconds"] / row["vw_seconds"])
+        assert row["reached"] == (row["accuracy"] >= row["vw_accuracy"] - 0.001)
