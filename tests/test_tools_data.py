@@ -499,6 +499,9 @@ def test_corrupt_store_refuses_a_store_with_a_damaged_block(small_store, capsys)
     ("kill_convert", ["{missing}"], "input"),
     ("kill_convert", ["{file}", "--old", "{missing}"], "--old"),
     ("kill_train", ["{missing}"], "store"),
+    ("bench_vw", ["--train", "{missing}", "--test", "{file}"], "--train"),
+    ("bench_vw", ["--train", "{file}", "--test", "{missing}"], "--test"),
+    ("profile_convert", ["{missing}"], "src"),
 ])
 def test_tools_refuse_a_missing_input_when_parsing(tmp_path, python_env, tool, options,
                                                    argument):

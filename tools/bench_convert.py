@@ -5,10 +5,10 @@ Prints, side by side in one run on one svmlight file (given, or generated with
 make_synthetic.py): text MB/s of each, the ratios (targets: ours >= 5x scikit-learn's, >= 2x
 VW's), peak memory of each, and the store's size against the text's. VW's text pass is
 its first pass over its own text format (the same rows, ``|f`` after each label, written
-beside the file, not timed): parsing, one pass of learning, and its cache written. ``--bound-check`` shows that the converter's
-memory does not grow with the file: it converts a file at least 10x larger than a memory
-cap under that cap (``run-capped``, which counts the page cache) and compares its peak RSS
-on a small and on the large file.
+beside the file, not timed): parsing, one pass of learning, and its cache written.
+``--bound-check`` shows that the converter's memory does not grow with the file: it converts
+a file at least 10x larger than a memory cap under that cap (``run-capped``, which counts
+the page cache) and compares its peak RSS on a small and on the large file.
 
 Every measured run is a child process (``run-capped CAP python bench_convert.py --child
 ...``), so that the peak figures are that run's own:

@@ -110,7 +110,8 @@ def main(argv=None):
         data = np.frombuffer(raw, np.uint8)
         ones = np.frombuffer(re.sub(rb":[^ \n]+", b":1", raw), np.uint8)
         mb = len(raw) / 1e6
-        parse(data[:int(np.flatnonzero(data[:200000] == 10)[-1]) + 1])  # compile (or load) the kernels outside the timings
+        # the kernels compiled (or loaded) outside the timings, on the first whole lines
+        parse(data[:int(np.flatnonzero(data[:200000] == 10)[-1]) + 1])
         blocks = []
         parser = parse(data, blocks)
         store = os.path.join(work, "profile.h5")
