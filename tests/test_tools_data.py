@@ -3,6 +3,7 @@ bench_auto and corrupt_store (in tools/), and of every tool's refusal of a missi
 
 import gzip
 import importlib
+import importlib.util
 import io
 import json
 import os
@@ -372,11 +373,19 @@ def test_bench_convert_side_by_side(tmp_path, capsys, another_streamssvm):
     pytest.importorskip("streamssvm.data.convert")
     src = tmp_path / "b.svm"
     make_synthetic.generate(src, n_rows=300, **SMALL)
-    results = bench_convert.main([str(src), "--work-dir", str(tmp_path), "--warm"])
+    results = bench_convert.main([str(src), "--work-dir", str(tmp_path), "--warm", "--json",
+                                  str(tmp_path / "convert.json")])
     out = capsys.readouterr().out
     assert "streamssvm convert_svmlight" in out and "sklearn load_svmlight_file" in out
     sbs = results["side_by_side"]
     assert sbs["ours"]["completed"] and sbs["sklearn"]["completed"]
+    if importlib.util.find_spec("vowpalwabbit") is not None:  # VW's text pass beside them
+        assert "Vowpal Wabbit 1 pass + cache" in out and sbs["vw"]["completed"]
+        assert sbs["vw"]["text_bytes"] > os.path.getsize(src) and sbs["vw_ratio"] > 0
+        assert not list(tmp_path.glob("*.vw*"))  # its text and cache were removed
+    written = json.loads((tmp_path / "convert.json").read_text())
+    assert written["benchmark"] == "convert"
+    assert written["figures"]["side_by_side"]["ours"]["nnz"] == sbs["ours"]["nnz"]
     assert sbs["ours"]["nnz"] == sbs["sklearn"]["nnz"] == make_synthetic_nnz(src)
     assert not list(tmp_path.glob("*.h5"))  # the store was removed
 
@@ -490,6 +499,9 @@ def test_corrupt_store_refuses_a_store_with_a_damaged_block(small_store, capsys)
     ("kill_convert", ["{missing}"], "input"),
     ("kill_convert", ["{file}", "--old", "{missing}"], "--old"),
     ("kill_train", ["{missing}"], "store"),
+    ("bench_vw", ["--train", "{missing}", "--test", "{file}"], "--train"),
+    ("bench_vw", ["--train", "{file}", "--test", "{missing}"], "--test"),
+    ("profile_convert", ["{missing}"], "src"),
 ])
 def test_tools_refuse_a_missing_input_when_parsing(tmp_path, python_env, tool, options,
                                                    argument):
