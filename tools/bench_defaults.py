@@ -7,7 +7,7 @@ and with and without an intercept, the default loss (psi_G, sigma 2^-3) is train
   default lambda and at lambda = 1/n (LIBLINEAR's C = 1);
 - by each candidate solver (tron, newton, auto) under each candidate stopping rule
   (tol 0.01 of ||grad L(0)||; the same scaled as LIBLINEAR scales it, by
-  max(min(#pos, #neg), 1) / n; tol 1e-3),
+  max(min(#pos, #neg), 1) / n; tol 1e-3; tol 1e-4),
 
 and the table gives seconds and the test accuracy's distance from the reference, in
 points (the target: within 0.1). More than two classes train one-vs-rest, as
