@@ -67,6 +67,7 @@ from .._memory import per_sample_array
 from .._progress import closing_bars
 from ..kernels import stochastic as sk
 from .common import start_state
+from .registry import MAX_SECONDS, MEMORY_LIMIT, SEED, Option, SolverRecord
 from .stochastic import EpochRun
 
 
@@ -366,3 +367,20 @@ def _settled(objective, state, dual):
     sk.settled_rows(state.margins, state.curvature, np.asarray(dual), *objective.loss_args,
                     settled)
     return settled
+
+
+# the records of this module's solvers (:mod:`.registry`), registered by the package's __init__
+RECORDS = (
+    SolverRecord(
+        "sdca", sdca, "stochastic", takes_checkpoint=True, takes_kink=True, takes_intercept=False,
+        options=(Option("gap_tol", float, None, "also stop when the duality gap is at most "
+                        "gap_tol |P(w)|"),
+                 Option("inner_epochs", int, 1, "sweeps over a block's rows per visit"),
+                 SEED,
+                 Option("eval_every", int, 2, "evaluate P(w), its gradient and the duality gap "
+                        "every this many epochs"),
+                 Option("shrinking", bool, True, "skip the rows whose step stays zero"),
+                 Option("overlap", bool, True, "evaluate beside the next epoch when the data "
+                        "is held in memory"),
+                 MAX_SECONDS, MEMORY_LIMIT)),
+)

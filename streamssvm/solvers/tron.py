@@ -31,6 +31,7 @@ from .._memory import available_memory_bytes
 from .._progress import closing_bars
 from .common import (OVERFLOW, PreconditionedCG, Run, backtracking, diag_preconditioner,
                      m_dot, trial_point)
+from .registry import MAX_SECONDS, Option, SolverRecord
 
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
 SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
@@ -281,3 +282,24 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
             run.message = "actual and predicted reductions too small"
             break
     return run.result()
+
+
+PRECONDITIONER = Option("preconditioner", bool, False, "diagonal preconditioner for CG (tron; "
+                        "newton always uses it)", "--preconditioner")
+# the records of this module's solvers (:mod:`.registry`), registered by the package's __init__
+RECORDS = (
+    SolverRecord(
+        "tron", tron, "second_order", takes_checkpoint=True, uses_hessian_products=True,
+        options=(Option("forcing", str, "constant", "tron's CG forcing term: 0.1 (constant, the "
+                        "default), or min(0.1, ||grad||) (quadratic regime)", "--forcing",
+                        choices=("constant", "quadratic")),
+                 Option("xi", float, 0.1, "CG's forcing constant"),
+                 Option("kappa", float, 1.0, "the quadratic forcing term's factor of ||grad||"),
+                 PRECONDITIONER,
+                 Option("backtrack", bool, False, "tron: take a backtracking step along a "
+                        "rejected trial step instead of solving again in a smaller region "
+                        "(Nocedal & Yuan)", "--backtrack"),
+                 Option("reuse_cg", bool, True, "keep CG's directions where Hessian products "
+                        "read the file, to solve a smaller region without them"),
+                 MAX_SECONDS)),
+)
