@@ -9,6 +9,7 @@ from threadpoolctl import threadpool_limits
 from ._interrupt import interrupts_after_compiling
 from ._names import named
 from ._progress import closing_bars, iteration_log
+from ._runtime import prepare
 from .data import BlockSource, InMemorySource, Store, StoreSet
 from .data.source import label_text
 from .data.storeset import index_base, names_stores, open_stores
@@ -190,6 +191,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
     -------
     Model
     """
+    prepare()
     lam = check_lam(lam)  # before the data is opened
     if w0 is not None:
         w0 = check_w0(w0)

@@ -28,6 +28,7 @@ from . import __version__
 from ._atomic import check_output, clean_stale, is_stdout, open_output
 from ._interrupt import interrupts_after_compiling
 from ._names import options_named
+from ._runtime import prepare
 from .calibration import check_n_folds
 from .data.store import COMPRESSIONS, INT32_MAX, LEVELLED, Store
 from .data.storeset import open_stores
@@ -749,6 +750,7 @@ def build_parser():
 def main(argv=None):
     """Run the command line; return the exit status."""
     args = build_parser().parse_args(argv)
+    prepare()
     try:
         # a Ctrl-C while numba compiles is raised when the compile ends (inside, it was lost)
         with warnings.catch_warnings(), interrupts_after_compiling():

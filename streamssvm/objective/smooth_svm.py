@@ -50,6 +50,7 @@ from .. import kernels
 from .._memory import available_memory_bytes, per_sample_array
 from .._names import named
 from .._progress import progress_iter
+from .._runtime import prepare
 from .._warn import warn
 from ..losses import get_loss
 from .system import ColumnSystem, NewtonSystem
@@ -140,6 +141,7 @@ class SmoothSVMObjective:
     def __init__(self, source, loss, lam, sigma=None, fit_intercept=False,
                  intercept_scaling=1.0, n_threads=None, progress=False, cache_curved="auto",
                  cache_bytes=None, sample_weight=None, hold="auto"):
+        prepare()
         lam = check_lam(lam)
         if source.n_samples == 0:
             raise ValueError(f"{source.name}: no rows to train on")
