@@ -15,12 +15,16 @@ process. It runs once per process.
   of its source files changed.
 """
 
+import importlib
 import os
 import threading
 
 from ._jit_cache import clear_stale_cache
 
 SPIN_COUNT = "1000"
+# modules the command line imports before it reads its arguments, so that the solvers and
+# losses they register are there (``--solver``'s choices, the solvers' flags)
+PLUGINS_ENV = "STREAMSSVM_PLUGINS"
 _LOCK = threading.Lock()
 _prepared = False
 
@@ -36,3 +40,24 @@ def prepare():
             os.environ.setdefault("GOMP_SPINCOUNT", SPIN_COUNT)
             clear_stale_cache()
             _prepared = True
+
+
+def load_plugins(spec=None):
+    """Import the plugins named by ``spec`` (default: the ``STREAMSSVM_PLUGINS`` variable),
+    comma-separated entries ``module`` or ``module:function``; a function is called with no
+    arguments. A plugin registers solvers (:func:`streamssvm.solvers.register`) or losses
+    (:func:`streamssvm.losses.registry.register_loss`). A module that cannot be imported
+    is a ValueError naming it and the variable."""
+    spec = os.environ.get(PLUGINS_ENV, "") if spec is None else spec
+    for entry in filter(None, (item.strip() for item in spec.split(","))):
+        name, _, function = entry.partition(":")
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            raise ValueError(f"{PLUGINS_ENV}: cannot import the plugin {name!r}: {exc}") from exc
+        if function:
+            hook = getattr(module, function, None)
+            if not callable(hook):
+                raise ValueError(f"{PLUGINS_ENV}: the plugin {name!r} has no function "
+                                 f"{function!r}")
+            hook()

@@ -28,7 +28,7 @@ from . import __version__
 from ._atomic import check_output, clean_stale, is_stdout, open_output
 from ._interrupt import interrupts_after_compiling
 from ._names import options_named
-from ._runtime import prepare
+from ._runtime import load_plugins, prepare
 from .calibration import check_n_folds
 from .data.store import COMPRESSIONS, INT32_MAX, LEVELLED, Store
 from .data.storeset import open_stores
@@ -749,6 +749,11 @@ def build_parser():
 
 def main(argv=None):
     """Run the command line; return the exit status."""
+    try:
+        load_plugins()  # before the parser, which lists what they register
+    except ValueError as exc:
+        print(f"streamssvm: error: {exc}", file=sys.stderr)
+        return 1
     args = build_parser().parse_args(argv)
     prepare()
     try:
