@@ -142,9 +142,9 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
         all larger than ``sigma``; to the same tolerance and ``max_iter``; a ``max_seconds``
         is the budget of all the stages, each starting with what the ones before left), each
         warm-started from the last, then at ``sigma``;
-        ``loss`` is then a name without its sigma (``"psi_g"``). For psi_G at
-        sigma = 2^-6 on news20 from a store, (2^-2, 2^-4) took 57 passes instead of 88 and
-        stopped twice as close to the optimal objective, in about the same time.
+        ``loss`` is then a name without its sigma (``"psi_g"``). A sharp loss (small
+        sigma) is ill-conditioned far from its optimum; each stage starts the next near
+        its optimum, where fewer Newton iterations are needed.
     n_threads : int, optional
         Kernel threads (default all cores numba sees).
     progress : bool or str
@@ -216,8 +216,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
                     f"larger than {'the next stage' if i + 1 < len(stages) else named('sigma')} "
                     f"{end:g} (the stages go from larger sigmas down to sigma)")
     # BLAS serves only the solvers' vector operations here, and OpenBLAS's threads spin
-    # on the cores the kernels' threads need: news20, Newton, squared hinge, 2 cores,
-    # 4.4 s with them and 2.1 s without
+    # on the cores the kernels' threads need
     check = None if w0 is None else (  # as soon as the width is known
         lambda source: check_w0_shape(w0, source.n_features, fit_intercept))
     with threadpool_limits(1, user_api="blas"), closing_bars(), \
@@ -250,8 +249,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
         budget = solver_options.get("max_seconds")  # the whole call's, shared by the stages
         check_max_seconds(budget)  # here: the stages' remainders are clamped at 0
         # the rows with curvature, copied at every evaluation, serve only Hessian products:
-        # SDCA's evaluations on a 2.1 GB store under a 500 MB cap peaked at 391 MB with
-        # them, 315 MB without
+        # a solver without them would hold the copy for nothing
         cache_curved = "auto" if chosen_record.uses_hessian_products else False
         for width in [*sigma_path, sigma]:
             objective = make_objective(

@@ -175,7 +175,7 @@ def check_delay_and_hogwild(delay, project, hogwild=False, fit_intercept=False):
     if hogwild and fit_intercept:
         raise ValueError(f"{named('hogwild')} needs {_off('fit_intercept')}: the intercept "
                          f"is in every row, and the threads' late and lost updates made it "
-                         f"drift (on a9a and news20, some runs ended far above serial SGD's "
+                         f"drift (runs could end far above serial SGD's "
                          f"objective)")
 
 
@@ -307,8 +307,8 @@ def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
         The threads take their rows' steps at once, on the one v, without locks (Niu et
         al.'s Hogwild!): where two write one feature's weight at once, one update can be
         lost, so a run on several threads is not reproducible to the bit (on one, it is
-        serial SGD's). On news20 it reached serial SGD's objective in about half its time
-        on two threads. Not with ``project``, ``delay`` or an intercept.
+        serial SGD's); the threads share an epoch's steps. Not with ``project``,
+        ``delay`` or an intercept.
     seed : int
         Seed of the visiting order: a run is reproducible bit for bit (but for ``hogwild``
         on several threads).

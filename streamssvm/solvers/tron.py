@@ -181,8 +181,7 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         f(w + t s) <= f(w) + 0.01 t g.s is found from the two points' margins (no pass)
         and w + t s evaluated (one pass) and accepted, with radius t ||s||_M (Nocedal &
         Yuan 1998). Off: the paper's Algorithm 1, which keeps w and solves again in a
-        smaller region. On a9a, w8a and news20 it saved 10-48% of the CG steps of runs
-        that rejected steps.
+        smaller region: a rejected step's CG work is not thrown away.
     reuse_cg : bool
         Where a Hessian product reads the file (``objective.hessp_reads_file``), keep each
         solve's CG directions (one vector per CG step, within an eighth of the memory free
@@ -191,9 +190,8 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         again, as the paper's Algorithm 1 does, up to rounding (so whether the products
         read the file, e.g. whether the curved rows fit in memory, can change the last
         bits, which an ill-conditioned problem amplifies). In memory the directions' extra
-        traffic costs more than it saves (news20, held: 79 -> 64 CG steps, no faster;
-        logistic, no step rejected: 15% slower). Unused with ``backtrack``, which solves
-        no region twice.
+        memory traffic costs more than the products it saves. Unused with ``backtrack``,
+        which solves no region twice.
     max_seconds : float, optional
         Also stop after this long (checked between iterations).
     progress : bool or str
