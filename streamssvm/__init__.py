@@ -7,19 +7,6 @@ Objective (Luo, Qiao & Zhang, "Learning with Smooth Hinge Losses")::
 
 __version__ = "0.1.0"
 
-import os
-
-# numba's OpenMP workers spin between parallel regions, 300,000 times by default: on a busy
-# machine the spinning threads starved the ones doing work (30x slower kernels at load 6 on
-# 2 cores). Not spinning at all (OMP_WAIT_POLICY=passive) wakes them from sleep at every
-# kernel call, about 100 us here: a9a's TRON took 80 ms so, 50 ms with 1000 spins, which
-# at load 6 were no slower than passive.
-os.environ.setdefault("GOMP_SPINCOUNT", "1000")
-
-from ._jit_cache import clear_stale_cache
-
-clear_stale_cache()
-
 from .api import train_stream
 from .calibration import calibrated
 from .data import (InMemorySource, Store, StoreError, StoreWriter, SvmlightFormatError,

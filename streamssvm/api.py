@@ -1,7 +1,6 @@
 """``train_stream``: one call from a store path or a matrix to a trained :class:`Model`."""
 
 import contextlib
-import inspect
 import sys
 
 import numpy as np
@@ -10,6 +9,7 @@ from threadpoolctl import threadpool_limits
 from ._interrupt import interrupts_after_compiling
 from ._names import named
 from ._progress import closing_bars, iteration_log
+from ._runtime import prepare
 from .data import BlockSource, InMemorySource, Store, StoreSet
 from .data.source import label_text
 from .data.storeset import index_base, names_stores, open_stores
@@ -17,9 +17,10 @@ from .data.textcache import store_paths
 from .data.checksum import digest
 from .model import Model
 from .objective import SmoothSVMObjective
-from .objective.smooth_svm import NO_DASK_ROW_WEIGHTS, NO_ROW_WEIGHTS, check_lam
+from .objective.smooth_svm import NO_DASK_ROW_WEIGHTS, check_lam
 from .losses import get_loss
-from .solvers import HESSIAN_PRODUCTS, SOLVERS, STOCHASTIC, choose_solver
+from .solvers import registry
+from .solvers.auto import choose_solver
 from .solvers.checkpoint import Checkpoint
 from .solvers.common import check_max_seconds, check_w0
 
@@ -141,9 +142,9 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
         all larger than ``sigma``; to the same tolerance and ``max_iter``; a ``max_seconds``
         is the budget of all the stages, each starting with what the ones before left), each
         warm-started from the last, then at ``sigma``;
-        ``loss`` is then a name without its sigma (``"psi_g"``). For psi_G at
-        sigma = 2^-6 on news20 from a store, (2^-2, 2^-4) took 57 passes instead of 88 and
-        stopped twice as close to the optimal objective, in about the same time.
+        ``loss`` is then a name without its sigma (``"psi_g"``). A sharp loss (small
+        sigma) is ill-conditioned far from its optimum; each stage starts the next near
+        its optimum, where fewer Newton iterations are needed.
     n_threads : int, optional
         Kernel threads (default all cores numba sees).
     progress : bool or str
@@ -190,6 +191,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
     -------
     Model
     """
+    prepare()
     lam = check_lam(lam)  # before the data is opened
     if w0 is not None:
         w0 = check_w0(w0)
@@ -214,8 +216,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
                     f"larger than {'the next stage' if i + 1 < len(stages) else named('sigma')} "
                     f"{end:g} (the stages go from larger sigmas down to sigma)")
     # BLAS serves only the solvers' vector operations here, and OpenBLAS's threads spin
-    # on the cores the kernels' threads need: news20, Newton, squared hinge, 2 cores,
-    # 4.4 s with them and 2.1 s without
+    # on the cores the kernels' threads need
     check = None if w0 is None else (  # as soon as the width is known
         lambda source: check_w0_shape(w0, source.n_features, fit_intercept))
     with threadpool_limits(1, user_api="blas"), closing_bars(), \
@@ -227,32 +228,29 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
         if chosen:
             solver = choose_solver(get_loss(loss, sigma), source.n_samples, source.n_features,
                                    fit_intercept, sample_weight is not None, client is not None)
-        if solver not in SOLVERS:
-            raise ValueError(f"unknown solver {solver!r}; known: auto, {', '.join(SOLVERS)}")
-        solver, solver_options = _options_for(solver, solver_options, chosen)
-        solve = SOLVERS[solver]
+        solver, solver_options = _options_for(registry.record(solver).name, solver_options,
+                                              chosen)
+        chosen_record = registry.record(solver)
+        solve = chosen_record.function
         if client is not None:  # an option may have narrowed auto to a stochastic one
             _check_on_workers(solver)
-        if sample_weight is not None and solver in STOCHASTIC:  # before the data is read
-            raise ValueError(NO_ROW_WEIGHTS)
+        if sample_weight is not None and not chosen_record.takes_row_weights:
+            raise ValueError(registry.no_row_weights())  # before the data is read
         make_objective = SmoothSVMObjective
         if client is not None:
             from .distributed import DaskObjective as make_objective
-        accepted = inspect.signature(solve).parameters
         if max_iter is None:
-            max_iter = accepted["max_iter"].default
-        if checkpoint is not None and ("checkpoint" not in accepted or len(sigma_path)):
-            able = [n for n, f in SOLVERS.items()
-                    if "checkpoint" in inspect.signature(f).parameters]
+            max_iter = chosen_record.max_iter
+        if checkpoint is not None and (not chosen_record.takes_checkpoint or len(sigma_path)):
+            able = registry.names(lambda r: r.takes_checkpoint)
             raise ValueError(f"checkpoints work with the solvers {', '.join(able)}, without "
                              f"{named('sigma_path')}")
         history, passes, seconds, cached_sweeps, n_iter = [], 0, 0.0, 0, 0
         budget = solver_options.get("max_seconds")  # the whole call's, shared by the stages
         check_max_seconds(budget)  # here: the stages' remainders are clamped at 0
         # the rows with curvature, copied at every evaluation, serve only Hessian products:
-        # SDCA's evaluations on a 2.1 GB store under a 500 MB cap peaked at 391 MB with
-        # them, 315 MB without
-        cache_curved = "auto" if solver in HESSIAN_PRODUCTS else False
+        # a solver without them would hold the copy for nothing
+        cache_curved = "auto" if chosen_record.uses_hessian_products else False
         for width in [*sigma_path, sigma]:
             objective = make_objective(
                 source, loss, lam, sigma=width, fit_intercept=fit_intercept,
@@ -312,9 +310,9 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
 
 def _check_on_workers(solver):
     """Refuse a solver that cannot run with a Dask client."""
-    if solver in STOCHASTIC:
+    if solver in registry.names(lambda r: not r.on_workers):
         raise ValueError(f"solver {solver!r} reads the blocks itself; with a Dask client "
-                         f"use {', '.join(s for s in SOLVERS if s not in STOCHASTIC)}")
+                         f"use {', '.join(registry.names(lambda r: r.on_workers))}")
 
 
 def _options_for(solver, options, chosen):
@@ -322,19 +320,19 @@ def _options_for(solver, options, chosen):
     one that ``solver`` does not take, unless "auto" ``chosen`` it: the options then narrow the
     choice to a solver that takes them all (``forcing`` means TRON, ``gap_tol`` SDCA), as a
     user who names an option means the solver it belongs to."""
-    takes = {name: inspect.signature(solve).parameters.keys() for name, solve in SOLVERS.items()}
+    takes = {r.name: r.option_names for r in registry.records()}
     unknown = sorted(set(options) - set().union(*takes.values()))
     if unknown:
         hint = (" (class weights: sample_weight, or train_one_vs_rest's class_weight)"
                 if "class_weight" in unknown else "")
         raise TypeError(f"no solver takes the option(s) {', '.join(unknown)}{hint}")
     if chosen:
-        takers = [name for name in (solver, *SOLVERS) if takes[name] >= options.keys()]
+        takers = [name for name in (solver, *takes) if takes[name] >= options.keys()]
         if not takers:
             raise TypeError(f"no one solver takes the options {', '.join(sorted(options))} "
                             f"together")
         solver = takers[0]
-    others = sorted(set(options) - set(takes[solver]))
+    others = sorted(set(options) - takes[solver])
     if others:
         raise TypeError(f"solver {solver!r} takes no option(s) {', '.join(others)}")
     return solver, options

@@ -17,7 +17,6 @@ import argparse
 import contextlib
 import errno
 import functools
-import inspect
 import os
 import sys
 import warnings
@@ -29,6 +28,7 @@ from . import __version__
 from ._atomic import check_output, clean_stale, is_stdout, open_output
 from ._interrupt import interrupts_after_compiling
 from ._names import options_named
+from ._runtime import load_plugins, prepare
 from .calibration import check_n_folds
 from .data.store import COMPRESSIONS, INT32_MAX, LEVELLED, Store
 from .data.storeset import open_stores
@@ -36,11 +36,12 @@ from .data.svmlight import check_block_size, check_n_features
 from .data.textcache import CACHE_DIR_ENV, store_paths
 from .losses.registry import check_width, parse_number
 from .multiclass import check_class_weights
-from .objective.smooth_svm import check_hessian_sample, check_lam, check_threads
-from .solvers import SOLVERS
+from .objective.smooth_svm import check_lam, check_threads
+from .solvers import registry
+from .solvers.auto import auto_option
 from .solvers.checkpoint import check_every
-from .solvers.common import check_max_seconds, check_seed, check_step, check_tol
-from .solvers.sgd import check_delay_and_hogwild, check_rate_options
+from .solvers.common import check_seed, check_tol
+from .solvers.sgd import check_rate_options
 
 # ValueError: what the library raises on bad arguments or inputs (its messages say which),
 # FileFormatError among them; FloatingPointError: a run that diverged (its message says
@@ -387,7 +388,7 @@ def _add_train(subparsers):
                         "then the model trained at it (default %(default)s)")
     p.add_argument("--cv", type=_checked(check_n_folds, "an integer >= 2", int), metavar="K",
                    help="folds of --lam auto (implies it; default 5)")
-    p.add_argument("--solver", choices=("auto",) + tuple(SOLVERS), default="auto",
+    p.add_argument("--solver", choices=("auto", *registry.names()), default="auto",
                    help="auto: sdca on wide data (the sharper the loss, the less wide), "
                         "else newton; a solver's own option (--backtrack, --hessian-sample) "
                         "picks a solver that takes it (default %(default)s)")
@@ -399,45 +400,11 @@ def _add_train(subparsers):
                    help="scale tol by max(min(#pos, #neg), 1)/n as LIBLINEAR does")
     p.add_argument("--max-iter", type=_positive_int,
                    help="iterations, epochs for the stochastic solvers (default: the solver's)")
-    p.add_argument("--max-seconds", type=_checked(check_max_seconds, "a number of seconds >= 0"),
-                   metavar="SECONDS",
-                   help="time budget: stop the solver after SECONDS, with the model reached "
-                        "(one-vs-rest: each class's; with --sigma-path: the whole path's)")
     p.add_argument("--intercept", action="store_true", help="fit an unregularised intercept")
     p.add_argument("--class-weight", type=_class_weight, metavar="balanced|LABEL:W,...",
                    help="weights of the classes' rows: 'balanced' (n / (k n_class)) or a list "
                         "such as 1:5,-1:0.5 (others 1)")
-    p.add_argument("--preconditioner", action="store_true", default=None,
-                   help="diagonal preconditioner for CG (tron; newton always uses it)")
-    p.add_argument("--backtrack", action="store_true", default=None,
-                   help="tron: take a backtracking step along a rejected trial step instead of "
-                        "solving again in a smaller region (Nocedal & Yuan)")
-    p.add_argument("--forcing", choices=("constant", "quadratic"),
-                   help="tron's CG forcing term: 0.1 (constant, the default), or "
-                        "min(0.1, ||grad||) (quadratic regime)")
-    p.add_argument("--seed", type=_checked(check_seed, "an integer >= 0", int),
-                   help="stochastic solvers: seed of the visiting order; newton: of the "
-                        "--hessian-sample (default 0)")
-    p.add_argument("--hessian-sample", type=_checked(check_hessian_sample, "in (0, 1]"),
-                   metavar="FRACTION",
-                   help="newton: CG's Hessian products on a random FRACTION of the rows, "
-                        "drawn again each iteration (subsampled Newton); the gradient on all")
-    p.add_argument("--step", type=_checked(check_step, "a positive finite number"),
-                   help="saga / svrg step size (default 1/(3 or 4 L_max)); sgd: eta0 of the "
-                        "constant or invscaling schedule")
-    p.add_argument("--learning-rate", choices=("optimal", "constant", "invscaling"),
-                   help="sgd's schedule (default optimal, which takes no --step)")
-    p.add_argument("--average", action="store_true", default=None,
-                   help="sgd / pegasos: averaged iterate")
-    p.add_argument("--delay", type=_checked(lambda value: check_delay_and_hogwild(value, False),
-                                            "an integer >= 0", int), metavar="K",
-                   help="sgd: updates delayed by up to K - 1 steps, on two threads (on "
-                        "news20, K = 16 reached serial SGD's objectives); 0 (default): "
-                        "serial SGD")
-    p.add_argument("--hogwild", action="store_true", default=None,
-                   help="sgd: the steps on all threads at once, without locks (Hogwild!; "
-                        "news20's epoch 0.31-0.63x scikit-learn's on two threads); a run "
-                        "on several threads is not reproducible to the bit; not with --intercept")
+    _add_solver_flags(p)
     p.add_argument("--checkpoint", metavar="FILE",
                    help="write the solver's state here as it runs (atomically; binary stores)")
     p.add_argument("--checkpoint-every", type=_checked(check_every, "a number of seconds >= 0"),
@@ -502,38 +469,62 @@ TRAIN_OPTIONS = {"loss": "--loss", "sigma": "--sigma", "sigma_path": "--sigma-pa
                  "cv": "--calibrate", "calibration_data": "--calibration-data",
                  "checkpoint": "--checkpoint", "client": "--scheduler"}
 
-# train's options for the solver (argparse's dests, train_stream's names; --step is also
-# sgd's eta0); left out, they are None
-SOLVER_FLAGS = ("preconditioner", "backtrack", "forcing", "seed", "hessian_sample", "step",
-                "learning_rate", "average", "delay", "hogwild", "max_seconds")
+def _solver_flags():
+    """``{flag: option}``: the solvers' command-line flags (:mod:`streamssvm.solvers.registry`),
+    each with the option whose help it shows (the one named as the flag, else the first)."""
+    flags = {}
+    for option in registry.all_options():
+        if option.flag and (option.flag not in flags
+                            or option.name == _dest(option.flag) != flags[option.flag].name):
+            flags[option.flag] = option
+    return flags
+
+
+def _dest(flag):
+    return flag.lstrip("-").replace("-", "_")
+
+
+def _add_solver_flags(p):
+    """train's flags for the solvers' options; left out, they are None."""
+    for flag, option in _solver_flags().items():
+        kwargs = dict(help=option.help, metavar=option.metavar)
+        if option.type is bool:
+            kwargs = dict(help=option.help, action="store_true", default=None)
+        elif option.choices:
+            kwargs["choices"] = option.choices
+            del kwargs["metavar"]
+        else:
+            kwargs["type"] = _checked(option.check or (lambda value: None), option.expected,
+                                      option.type)
+        p.add_argument(flag, **kwargs)
 
 
 def _solver_options(args):
     """The solver options given on the command line, as train_stream names them. With auto,
     they narrow train_stream's choice to a solver that takes them; else one that the solver
     does not take is refused, and those left out are the solver's defaults."""
-    options = {name: getattr(args, name) for name in SOLVER_FLAGS
-               if getattr(args, name) is not None}
-    if "step" in options and args.solver in ("sgd", "auto"):  # auto picks no saga or svrg
-        options["eta0"] = options.pop("step")
+    given = {flag: getattr(args, _dest(flag)) for flag in _solver_flags()
+             if getattr(args, _dest(flag)) is not None}
+    solver = None if args.solver == "auto" else registry.record(args.solver)
+    taken = ({o.flag: o.name for o in solver.options if o.flag} if solver is not None
+             else {flag: auto_option(flag) or _dest(flag) for flag in given})
+    options = {taken.get(flag, _dest(flag)): value for flag, value in given.items()}
+    if "eta0" in options:  # before the data is read: the schedule it is given with
         check_rate_options(options.get("learning_rate", "optimal"), options["eta0"])
-    if args.solver == "auto":
+    if solver is None:
         return options
-    accepted = inspect.signature(SOLVERS[args.solver]).parameters
-    untaken = [name for name in options if name not in accepted]
+    untaken = [flag for flag in given if flag not in taken]
     if untaken:
         raise ValueError(f"--solver {args.solver} takes no " + ", ".join(
-            f"--{name.replace('_', '-')} ({', '.join(_takers(name))})" for name in untaken)
+            f"{flag} ({', '.join(_takers(flag))})" for flag in untaken)
             + ": leave it out, or choose a solver that takes it")
-    return dict({name: accepted[name].default for name in (*SOLVER_FLAGS, "eta0")
-                 if name in accepted}, **options)
+    return dict({o.name: o.default for o in solver.options if o.flag}, **options)
 
 
-def _takers(name):
-    """The solvers that take the option ``name`` (--step: saga's and svrg's step, sgd's eta0)."""
-    names = {name, "eta0"} if name == "step" else {name}
-    return [solver for solver, solve in SOLVERS.items()
-            if names & inspect.signature(solve).parameters.keys()]
+def _takers(flag):
+    """The solvers that take the option ``flag`` sets (--step: saga's and svrg's step, sgd's
+    eta0)."""
+    return [r.name for r in registry.records() if any(o.flag == flag for o in r.options)]
 
 
 @contextlib.contextmanager
@@ -690,7 +681,7 @@ def _add_cv(subparsers):
                         "(default %(default)s)")
     p.add_argument("--max-lams", type=_positive_int, default=30, metavar="N",
                    help="most points of the default grid at each sigma (default %(default)s)")
-    p.add_argument("--solver", choices=("auto",) + tuple(SOLVERS), default="auto",
+    p.add_argument("--solver", choices=("auto", *registry.names()), default="auto",
                    help="the solver at every point (default %(default)s)")
     p.add_argument("--tol", type=_checked(check_tol, "a number >= 0"), default=1e-4,
                    help="stop at ||grad|| <= tol ||grad at 0|| (default %(default)s)")
@@ -897,7 +888,13 @@ def build_parser():
 
 def main(argv=None):
     """Run the command line; return the exit status."""
+    try:
+        load_plugins()  # before the parser, which lists what they register
+    except ValueError as exc:
+        print(f"streamssvm: error: {exc}", file=sys.stderr)
+        return 1
     args = build_parser().parse_args(argv)
+    prepare()
     try:
         # a Ctrl-C while numba compiles is raised when the compile ends (inside, it was lost)
         with warnings.catch_warnings(), interrupts_after_compiling():

@@ -24,9 +24,8 @@ from .data.storeset import open_stores
 from .losses import get_loss
 from .model import Model
 from .multiclass import train_one_vs_rest
-from .objective.smooth_svm import NO_ROW_WEIGHTS
 from .online import OnlineTrainer
-from .solvers import SOLVERS
+from .solvers import registry
 
 try:
     from sklearn.base import BaseEstimator, ClassifierMixin
@@ -289,7 +288,7 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
         if not _online_solver(self):
             raise ValueError(f"partial_fit needs solver in {ONLINE_SOLVERS}, got {self.solver!r}")
         if sample_weight is not None or self.class_weight is not None:
-            raise ValueError(NO_ROW_WEIGHTS)
+            raise ValueError(registry.no_row_weights())
         first = not hasattr(self, "online_")
         params = {name: getattr(self, name) for name in ONLINE_PARAMS}
         changed = [] if first else [name for name in ONLINE_PARAMS
@@ -398,9 +397,8 @@ class SmoothSVC(ClassifierMixin, BaseEstimator):
                        progress=bool(self.verbose))
         if self.max_iter is not None:
             options["max_iter"] = self.max_iter
-        solve = SOLVERS.get(self.solver)  # an unknown name: train_stream says so
-        if self.solver == "auto" or (solve is not None
-                                     and "seed" in inspect.signature(solve).parameters):
+        takers = registry.option_takers("seed")  # an unknown name: train_stream says so
+        if self.solver == "auto" or self.solver in takers:
             options["seed"] = _seed(self.random_state)  # a stochastic solver, or one it may pick
         train = train_one_vs_rest
         if self.probability:  # seeded by random_state, as the solvers

@@ -14,6 +14,7 @@ from ._atomic import open_output
 from ._interrupt import interrupts_after_compiling
 from ._json import json_default
 from ._npz import json_object, read_npz
+from ._runtime import prepare
 from .api import open_source
 from .data import InMemorySource
 from .errors import ModelFileError
@@ -70,6 +71,7 @@ class OnlineTrainer:
     def __init__(self, loss="hinge", sigma=None, lam=1e-5, solver="sgd", learning_rate=None,
                  eta0=None, power_t=None, average=False, project=None, fit_intercept=False,
                  intercept_scaling=1.0, delay=0, hogwild=False, seed=0, n_threads=None):
+        prepare()
         if solver not in ("sgd", "pegasos"):
             raise ValueError(f"solver must be 'sgd' or 'pegasos', got {solver!r}")
         pegasos = solver == "pegasos"

@@ -1,8 +1,5 @@
 """``train_distributed``: :func:`~streamssvm.train_stream` with the oracle on Dask workers."""
 
-from ..api import train_stream
-
-
 def train_distributed(paths, client, **options):
     """Train on stores read by the workers of ``client``; the same result as
     ``train_stream`` on the same rows in the same order, up to rounding.
@@ -19,4 +16,8 @@ def train_distributed(paths, client, **options):
     -------
     Model
     """
+    # imported here: the API opens the stores on the workers (this package), so that
+    # neither module imports the other when it is loaded
+    from ..api import train_stream
+
     return train_stream(paths, client=client, **options)

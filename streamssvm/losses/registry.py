@@ -64,91 +64,167 @@ from . import _scalar
 _NO_PARAMS = np.empty(0)  # the params array of every named loss
 
 
+# sup psi'' of Lee & Mangasarian's squared smooth plus function, the same for every sigma:
+# 2 max_v [s^2 + log(1 + e^v) s (1 - s)], s = 1 / (1 + e^-v) (attained at v = 3.0977)
+SMOOTH_SQUARED_HINGE_LIPSCHITZ = 2.0906667833389494
+_INF = math.inf
+_WIDTHS = ("sigma", "gamma", "h")
+# what a Lipschitz formula may name besides the loss's width
+_FORMULA_NAMES = {"sqrt": math.sqrt, "pi": math.pi, "inf": _INF,
+                  "L_ssh": SMOOTH_SQUARED_HINGE_LIPSCHITZ}
+
+
 @dataclass(frozen=True)
-class _Spec:
+class LossRecord:
+    """Everything the package knows of a named loss, each property stated once.
+
+    Parameters
+    ----------
+    name : str
+    code : int
+        The kernels' code of its scalar functions (:mod:`._scalar`: ``derivatives`` and
+        ``conjugate`` branch on it, so that every kernel stays cacheable by numba).
+    params : tuple of (str, float)
+        Its parameters and their defaults: the width first (sigma, gamma or h) if it has
+        one, theta last.
+    smooth : bool
+        psi is twice continuously differentiable (else only a generalized Hessian exists).
+    convex : bool
+    classification : bool
+        psi' <= 0 everywhere: for a convex loss, exactly when its conjugate's domain lies in
+        b <= 0.
+    lipschitz : str
+        sup |psi''|, the Lipschitz constant of psi', as an expression of the width (by its
+        name), of ``sqrt``, ``pi``, ``inf`` and ``L_ssh``: evaluated by :meth:`lipschitz_of`,
+        printed by ``describe``.
+    domain : tuple or None
+        (lo, hi, lo_closed, hi_closed): where psi* is finite; None without a conjugate,
+        exactly when the loss is not convex.
+    theta_positive : bool
+        theta > 0 is required (Phi_c(theta / sigma) > 0: calibration).
+    summary : str
+
+    A record whose properties contradict one another is refused with a ValueError.
+    """
+
+    name: str
     code: int
-    params: tuple             # ((user-facing name, default), ...): the width first, then theta
-    smooth: bool              # twice continuously differentiable
+    params: tuple
+    smooth: bool
     convex: bool
-    classification: bool      # psi' <= 0 everywhere
-    lipschitz: str            # sup psi'' as a formula
-    domain: tuple             # (lo, hi, lo_closed, hi_closed) of the conjugate, or None
-    theta_positive: bool      # theta > 0 required (Phi_c(theta / sigma) > 0: calibration)
+    classification: bool
+    lipschitz: str
+    domain: tuple
+    theta_positive: bool
     summary: str
 
+    def __post_init__(self):
+        refuse = f"loss record {self.name!r}:"
+        if not (isinstance(self.code, int) and 0 <= self.code < _scalar.FAMILY):
+            raise ValueError(f"{refuse} code {self.code!r} is not one of the kernels' codes "
+                             f"0..{_scalar.FAMILY - 1}")
+        keys = [key for key, _ in self.params]
+        if not keys or keys[-1] != "theta" or len(keys) > 2 or (
+                len(keys) == 2 and keys[0] not in _WIDTHS):
+            raise ValueError(f"{refuse} params must be (width, theta) or (theta,), the width "
+                             f"one of {', '.join(_WIDTHS)}; got {keys}")
+        if self.convex != (self.domain is not None):
+            raise ValueError(f"{refuse} a convex loss has a conjugate and a loss that is not "
+                             f"convex has none (SDCA's dual): convex={self.convex}, "
+                             f"domain={self.domain}")
+        if self.convex and self.classification != (self.domain[1] <= 0.0):
+            raise ValueError(f"{refuse} classification={self.classification}, but its "
+                             f"conjugate's domain ends at {self.domain[1]}: a convex loss has "
+                             f"psi' <= 0 everywhere exactly when that end is <= 0")
+        try:
+            formula = compile(self.lipschitz, f"<lipschitz of {self.name}>", "eval")
+        except SyntaxError:
+            raise ValueError(f"{refuse} lipschitz {self.lipschitz!r} is not an "
+                             f"expression") from None
+        unknown = set(formula.co_names) - set(_FORMULA_NAMES) - {self.width_key}
+        if unknown:
+            raise ValueError(f"{refuse} lipschitz {self.lipschitz!r} names "
+                             f"{', '.join(sorted(unknown))}: only its width "
+                             f"({self.width_key or 'none'}) and {', '.join(_FORMULA_NAMES)}")
+        object.__setattr__(self, "_formula", formula)
+        value = self.lipschitz_of(dict(self.params).get(self.width_key, 1.0))
+        if not value > 0:
+            raise ValueError(f"{refuse} lipschitz {self.lipschitz!r} is {value} at the "
+                             f"default width: sup |psi''| of a loss is > 0")
 
-_SQRT_2PI = math.sqrt(2.0 * math.pi)
-_INF = math.inf
-# 2 max_v [s^2 + log(1 + e^v) s (1 - s)], s = 1 / (1 + e^-v): sup psi'' of Lee & Mangasarian's
-# squared smooth plus function, the same for every sigma (attained at v = 3.0977)
-SMOOTH_SQUARED_HINGE_LIPSCHITZ = 2.0906667833389494
+    @property
+    def width_key(self):
+        """The name of its width (sigma, gamma, h), or None."""
+        return next((key for key, _ in self.params if key in _WIDTHS), None)
 
-_SPECS = {
-    "psi_g": _Spec(_scalar.PSI_G, (("sigma", 2.0 ** -3), ("theta", 1.0)), True, True, True,
-                   "1/(sigma*sqrt(2*pi))", (-1.0, 0.0, True, True), False,
-                   "Gaussian smooth hinge (paper, Example 2)"),
-    "psi_m": _Spec(_scalar.PSI_M, (("sigma", 2.0 ** -3), ("theta", 1.0)), True, True, True,
-                   "1/(2*sigma)", (-1.0, 0.0, True, True), False,
-                   "smooth hinge (t + sqrt(t^2 + sigma^2))/2 (paper, Example 3)"),
-    "squared_hinge": _Spec(_scalar.SQUARED_HINGE, (("theta", 1.0),), False, True, True,
-                           "2", (-_INF, 0.0, False, True), False,
-                           "max(0, theta - a)^2 (L2-SVM; generalized Hessian)"),
-    "logistic": _Spec(_scalar.LOGISTIC, (("theta", 0.0),), True, True, True,
-                      "1/4", (-1.0, 0.0, True, True), False,
-                      "log(1 + exp(theta - a)) (paper, Example 5 with sigma = 1)"),
-    "hinge": _Spec(_scalar.HINGE, (("theta", 1.0),), False, True, True,
-                   "inf", (-1.0, 0.0, True, True), False,
-                   "max(0, theta - a), subgradient, psi''=0 (SGD/Pegasos)"),
-    "smoothed_hinge": _Spec(_scalar.SMOOTHED_HINGE, (("gamma", 1.0), ("theta", 1.0)), False,
-                            True, True, "1/gamma", (-1.0, 0.0, True, True), False,
-                            "l_gamma of Shalev-Shwartz & Zhang (SDCA, SIFS)"),
-    "smooth_plus": _Spec(_scalar.LOGISTIC, (("sigma", 2.0 ** -3), ("theta", 1.0)), True, True,
-                         True, "1/(4*sigma)", (-1.0, 0.0, True, True), False,
-                         "sigma log(1 + exp((theta - a)/sigma)): Example 5, Lee & Mangasarian's p"),
-    "smooth_squared_hinge": _Spec(_scalar.SMOOTH_SQUARED_HINGE,
-                                  (("sigma", 2.0 ** -3), ("theta", 1.0)), True, True, True,
-                                  f"{SMOOTH_SQUARED_HINGE_LIPSCHITZ:.10g}",
-                                  (-_INF, 0.0, False, True), False,
-                                  "(sigma log(1 + exp((theta - a)/sigma)))^2 (Lee & Mangasarian)"),
-    "kh_hinge": _Spec(_scalar.KH_HINGE, (("h", 2.0 ** -3), ("theta", 1.0)), True, False, False,
-                      "15/(8*h)", None, False,
-                      "K_h of Wang et al.: (theta - a) H((theta - a)/h); not convex"),
-    "least_squares": _Spec(_scalar.LEAST_SQUARES, (("theta", 1.0),), True, True, False,
-                           "1", (-_INF, _INF, False, False), True,
-                           "(theta - a)^2 / 2 (paper, Example 1)"),
-    "exponential": _Spec(_scalar.EXPONENTIAL, (("sigma", 1.0), ("theta", 0.0)), True, True, True,
-                         "inf", (-_INF, 0.0, False, True), False,
-                         "sigma exp((theta - a)/sigma) (paper, Example 4)"),
-    "smooth_absolute": _Spec(_scalar.SMOOTH_ABSOLUTE, (("sigma", 2.0 ** -3), ("theta", 1.0)),
-                             True, True, False, "1/sigma",
-                             (-math.pi / 2, math.pi / 2, False, False), True,
-                             "-> (pi/2)|theta - a| as sigma -> 0 (paper, Example 6)"),
-    "smooth_relu": _Spec(_scalar.SMOOTH_RELU, (("sigma", 2.0 ** -3), ("theta", 0.0)), True, True,
-                         False, "1/(sigma*sqrt(2*pi))", (0.0, 1.0, True, True), False,
-                         "smooth max(0, a - theta) (paper, Example 7); increasing"),
-}
-LOSS_NAMES = tuple(_SPECS)
+    def lipschitz_of(self, width):
+        """sup |psi''| at the width ``width``."""
+        names = dict(_FORMULA_NAMES)
+        if self.width_key:
+            names[self.width_key] = width
+        return float(eval(self._formula, {"__builtins__": {}}, names))
+
+
+_RECORDS = {}
+
+
+def register_loss(record):
+    """Add a named loss (a :class:`LossRecord`); refused if the name is taken."""
+    if not isinstance(record, LossRecord):
+        raise TypeError(f"register_loss takes a LossRecord, got {type(record).__name__}")
+    if record.name in _RECORDS:
+        raise ValueError(f"a loss named {record.name!r} is already registered")
+    _RECORDS[record.name] = record
+    return record
+
+
+for _record in (
+    LossRecord("psi_g", _scalar.PSI_G, (("sigma", 2.0 ** -3), ("theta", 1.0)), True, True, True,
+               "1/(sigma*sqrt(2*pi))", (-1.0, 0.0, True, True), False,
+               "Gaussian smooth hinge (paper, Example 2)"),
+    LossRecord("psi_m", _scalar.PSI_M, (("sigma", 2.0 ** -3), ("theta", 1.0)), True, True, True,
+               "1/(2*sigma)", (-1.0, 0.0, True, True), False,
+               "smooth hinge (t + sqrt(t^2 + sigma^2))/2 (paper, Example 3)"),
+    LossRecord("squared_hinge", _scalar.SQUARED_HINGE, (("theta", 1.0),), False, True, True,
+               "2", (-_INF, 0.0, False, True), False,
+               "max(0, theta - a)^2 (L2-SVM; generalized Hessian)"),
+    LossRecord("logistic", _scalar.LOGISTIC, (("theta", 0.0),), True, True, True,
+               "1/4", (-1.0, 0.0, True, True), False,
+               "log(1 + exp(theta - a)) (paper, Example 5 with sigma = 1)"),
+    LossRecord("hinge", _scalar.HINGE, (("theta", 1.0),), False, True, True,
+               "inf", (-1.0, 0.0, True, True), False,
+               "max(0, theta - a), subgradient, psi''=0 (SGD/Pegasos)"),
+    LossRecord("smoothed_hinge", _scalar.SMOOTHED_HINGE, (("gamma", 1.0), ("theta", 1.0)),
+               False, True, True, "1/gamma", (-1.0, 0.0, True, True), False,
+               "l_gamma of Shalev-Shwartz & Zhang (SDCA, SIFS)"),
+    LossRecord("smooth_plus", _scalar.LOGISTIC, (("sigma", 2.0 ** -3), ("theta", 1.0)), True,
+               True, True, "1/(4*sigma)", (-1.0, 0.0, True, True), False,
+               "sigma log(1 + exp((theta - a)/sigma)): Example 5, Lee & Mangasarian's p"),
+    LossRecord("smooth_squared_hinge", _scalar.SMOOTH_SQUARED_HINGE,
+               (("sigma", 2.0 ** -3), ("theta", 1.0)), True, True, True, "L_ssh",
+               (-_INF, 0.0, False, True), False,
+               "(sigma log(1 + exp((theta - a)/sigma)))^2 (Lee & Mangasarian)"),
+    LossRecord("kh_hinge", _scalar.KH_HINGE, (("h", 2.0 ** -3), ("theta", 1.0)), True, False,
+               False, "15/(8*h)", None, False,
+               "K_h of Wang et al.: (theta - a) H((theta - a)/h); not convex"),
+    LossRecord("least_squares", _scalar.LEAST_SQUARES, (("theta", 1.0),), True, True, False,
+               "1", (-_INF, _INF, False, False), True, "(theta - a)^2 / 2 (paper, Example 1)"),
+    LossRecord("exponential", _scalar.EXPONENTIAL, (("sigma", 1.0), ("theta", 0.0)), True, True,
+               True, "inf", (-_INF, 0.0, False, True), False,
+               "sigma exp((theta - a)/sigma) (paper, Example 4)"),
+    LossRecord("smooth_absolute", _scalar.SMOOTH_ABSOLUTE, (("sigma", 2.0 ** -3), ("theta", 1.0)),
+               True, True, False, "1/sigma", (-math.pi / 2, math.pi / 2, False, False), True,
+               "-> (pi/2)|theta - a| as sigma -> 0 (paper, Example 6)"),
+    LossRecord("smooth_relu", _scalar.SMOOTH_RELU, (("sigma", 2.0 ** -3), ("theta", 0.0)), True,
+               True, False, "1/(sigma*sqrt(2*pi))", (0.0, 1.0, True, True), False,
+               "smooth max(0, a - theta) (paper, Example 7); increasing"),
+):
+    register_loss(_record)
+if {r.code for r in _RECORDS.values()} != set(range(_scalar.FAMILY)):  # the family's is built
+    raise RuntimeError("a code of the kernels' loss dispatch (losses._scalar) has no record")
+LOSS_NAMES = tuple(_RECORDS)
 _ALIASES = {"l_gamma": "smoothed_hinge", "k_h": "kh_hinge", "srelu": "smooth_relu",
             "least_square": "least_squares", "square_hinge": "squared_hinge"}
-_WIDTHS = ("sigma", "gamma", "h")
-
-
-def _lipschitz_value(name, width):
-    return {
-        "psi_g": lambda s: 1.0 / (s * _SQRT_2PI),
-        "psi_m": lambda s: 0.5 / s,
-        "squared_hinge": lambda s: 2.0,
-        "logistic": lambda s: 0.25 / s,
-        "smooth_plus": lambda s: 0.25 / s,
-        "hinge": lambda s: _INF,
-        "smoothed_hinge": lambda s: 1.0 / s,
-        "smooth_squared_hinge": lambda s: SMOOTH_SQUARED_HINGE_LIPSCHITZ,
-        "kh_hinge": lambda s: 15.0 / (8.0 * s),
-        "least_squares": lambda s: 1.0,
-        "exponential": lambda s: _INF,
-        "smooth_absolute": lambda s: 1.0 / s,
-        "smooth_relu": lambda s: 1.0 / (s * _SQRT_2PI),
-    }[name](width)
 
 
 @dataclass(frozen=True)
@@ -187,7 +263,7 @@ class Loss:
 
     @property
     def _spec(self):
-        return _SPECS.get(self.name) if self.code != _scalar.FAMILY else None
+        return _RECORDS.get(self.name) if self.code != _scalar.FAMILY else None
 
     @property
     def is_family(self):
@@ -219,7 +295,7 @@ class Loss:
         """sup |psi''|, the Lipschitz constant of psi' (inf when psi' is unbounded or jumps)."""
         if self.is_family:
             return self.info.lipschitz / self.sigma
-        return _lipschitz_value(self.name, self.sigma)
+        return self._spec.lipschitz_of(self.sigma)
 
     @property
     def key(self):
@@ -300,10 +376,9 @@ class Loss:
         smooth = "smooth" if self.smooth else "nonsmooth"
         formula = self.lipschitz_formula
         value = "inf" if self.lipschitz == _INF else f"{self.lipschitz:.4g}"
-        try:
-            float(formula)
+        if formula in _FORMULA_NAMES or _is_number(formula):
             lip = value
-        except ValueError:
+        else:
             lip = formula if formula == value else f"{formula} = {value}"
         domain = self.conjugate_domain
         conj = "no conjugate" if domain is None else f"conjugate on {_interval(domain)}"
@@ -312,6 +387,14 @@ class Loss:
         summary = self.info.description if self.is_family else self._spec.summary
         return (f"{self.name:<21} {params:<24} {smooth:<9}  L(psi')={lip:<28} {conj:<31} "
                 f"{kind:<16} {summary}")
+
+
+def _is_number(text):
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
 
 
 def _fmt(x):
@@ -432,7 +515,7 @@ def get_loss(loss, sigma=None, *, theta=None, gamma=None, h=None):
     if not isinstance(loss, str):
         raise ValueError(f"unknown loss {loss!r}; known: {', '.join(LOSS_NAMES)}")
     name, from_string = _parse(loss)
-    spec = _SPECS.get(name)
+    spec = _RECORDS.get(name)
     if spec is None:
         raise ValueError(f"unknown loss {loss!r}; known: {', '.join(LOSS_NAMES)}")
     for key, value in from_string.items():

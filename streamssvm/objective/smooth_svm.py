@@ -29,8 +29,8 @@ it into memory by rows (the first gradient or Hessian product adds its columns),
 later call computes from there, stochastic epochs included: the margins and curvature by
 rows, the gradient, Hessian products and diagonal as column sums X^T v, which threads
 compute without a d-vector each (a scatter into per-thread vectors is bound by scattered
-memory traffic; on news20 the column sums made a Hessian-vector product 2-3x faster on 2
-cores). On wide data (fewer rows than columns) the products X v are taken by columns too
+memory traffic, while a column sum writes each entry of the result once). On wide data
+(fewer rows than columns) the products X v are taken by columns too
 (see ``_wide``). A state's Hessian products read a copy of the columns restricted to
 the rows with curvature (see ``_state_columns``), and conjugate gradient on wide data
 solves the Newton system in that copy's order of columns (:meth:`newton_system`).
@@ -50,13 +50,14 @@ from .. import kernels
 from .._memory import available_memory_bytes, per_sample_array
 from .._names import named
 from .._progress import progress_iter
+from .._runtime import prepare
 from .._warn import warn
 from ..losses import get_loss
 from .system import ColumnSystem, NewtonSystem
 
 _PASS_LOCK = threading.Lock()
-# bytes of rows in a shuffle window of the stochastic solvers (see shuffled_blocks): four
-# fit the ~210 MB a process finds free under a 500 MB memory cap, so capped runs keep the
+# bytes of rows in a shuffle window of the stochastic solvers (see shuffled_blocks): small
+# enough that four fit the memory of a tightly capped process, so capped runs keep the
 # seed's order
 SHUFFLE_BYTES = 32 << 20
 # rows drawn at a time for a Hessian sample (see subsampled)
@@ -140,6 +141,7 @@ class SmoothSVMObjective:
     def __init__(self, source, loss, lam, sigma=None, fit_intercept=False,
                  intercept_scaling=1.0, n_threads=None, progress=False, cache_curved="auto",
                  cache_bytes=None, sample_weight=None, hold="auto"):
+        prepare()
         lam = check_lam(lam)
         if source.n_samples == 0:
             raise ValueError(f"{source.name}: no rows to train on")
@@ -199,9 +201,8 @@ class SmoothSVMObjective:
     @property
     def _wide(self):
         """Fewer rows than columns: held data's products X v then run by columns (see
-        :func:`~streamssvm.kernels.column_products`; news20's evaluation 32-40 -> 26 ms and
-        its Hessian-vector product with every row curved 20-29 -> 16-17 ms, one and two
-        threads; with half the rows curved, the rows' way, which skips the others, ties)."""
+        :func:`~streamssvm.kernels.column_products`: each thread then writes its own
+        rows of the result, and reads a column's entries in sequence)."""
         return self.n_samples < self.n_features
 
     @property
@@ -291,10 +292,10 @@ class SmoothSVMObjective:
         """The columns Hessian products at ``state`` read from held data: a copy of the
         transpose restricted to the rows with curvature, made by the first call at
         ``state`` if at most 3/4 of the rows have curvature and it fits
-        (:meth:`_copy_room`), else the transpose. On news20 a product took 5.9-6.1 ms
-        from the transpose and 2.2-2.3, 3.3 and 4.1-4.2 ms from copies of 30%, 50% and
-        70% of the rows; a copy costs 8-9 ms, and makes CG's vectors shorter
-        (:meth:`newton_system`). The copy is written over the last one, into arrays as
+        (:meth:`_copy_room`), else the transpose. A product from the copy reads only the
+        entries of rows with curvature, and the copy makes CG's vectors shorter
+        (:meth:`newton_system`); made once per state, it pays over CG's products. The
+        copy is written over the last one, into arrays as
         large as the transpose, of which it touches only what it needs. It depends on
         the state alone, so a run resumed from a checkpoint takes its products from the
         same columns, to the bit."""
@@ -311,8 +312,8 @@ class SmoothSVMObjective:
         """The system H s = -g at ``state`` for conjugate gradient (:mod:`.system`): on
         held wide data with a copy of the curved rows' columns (:meth:`_state_columns`), a
         :class:`~.system.ColumnSystem` over them, else in the order of the variables (on
-        the whole transpose the columns' order saved no time: news20, logistic, Newton
-        0.54-0.55 s so, 0.62-0.64 s in the columns' order)."""
+        the whole transpose every column has entries: the columns' order would only add
+        a gather and a scatter)."""
         held = self._held_data()
         if held is None or not self._wide:
             return NewtonSystem(self, state)
@@ -324,8 +325,7 @@ class SmoothSVMObjective:
     def _copy_room(self, columns):
         """Whether there are arrays for :meth:`_state_columns`' copies: made the first
         time a quarter of the memory the process may still use holds them whole (by then
-        CG's vectors are live beside the held data: news20, TRON under a 700 MB cap, peak
-        319 -> 363 MB with the copy)."""
+        CG's vectors are live beside the held data)."""
         if self._curved_out is None:
             size = sum(a.nbytes for a in columns[:7]) + 8 * self.n_features
             if 4 * size > available_memory_bytes():
@@ -350,9 +350,8 @@ class SmoothSVMObjective:
         blocks, as many as fit ``window_bytes`` of rows (default ``SHUFFLE_BYTES``), visited
         in a random order, each window's rows in a random order, the next window read while
         this one is used. The larger the window, the closer the order is to one
-        permutation: on 3,000 rows of a9a, SDCA's duality gap after 40 epochs was 2.6e-8 in
-        one random permutation, 6e-4 to 3e-3 when the rows were shuffled only within
-        blocks of 100-1,500 and the blocks in random order, and 1e-2 in a fixed order. The
+        permutation, and the faster SDCA's duality gap falls (rows shuffled only within
+        small windows keep the correlation of neighbouring rows in a file). The
         windows depend on the data and ``window_bytes`` only, so a streamed run's order is
         its seed's however much memory is free; only if four windows do not fit in it are
         they made smaller, with a warning that the order then differs."""
@@ -443,9 +442,8 @@ class SmoothSVMObjective:
         """One pass: L(w), grad L(w) and the curvature D at ``w``, as a PointState. At w = 0
         (every solver's start) the margins are 0 and the pass reads no products. With
         ``curved`` False (solvers that make no Hessian products) no copy of the curved rows
-        is gathered, whatever ``cache_curved``: on 5.1M rows under a 500 MB cap, SDCA's
-        evaluations gathered up to 90 MB of rows for nothing, and it was killed at the cap
-        in four runs of twelve."""
+        is gathered, whatever ``cache_curved``: the copy would take memory for nothing,
+        and under a memory cap that memory is what the run has."""
         w = self._check(w)
         zero = kernels.is_zero(w)
         code, sigma, theta, params = self.loss.code, self.loss.sigma, self.loss.theta, self.loss.params
@@ -499,9 +497,8 @@ class SmoothSVMObjective:
     def _rows_vector(self):
         """A float64 vector of the rows for a state: in memory when the data is, else where
         :func:`~streamssvm._memory.per_sample_array` puts it (a file when it would take
-        more than an eighth of the memory left). 12M rows of 3 nonzeros (a 348 MB store,
-        96 MB a vector) under a 300 MB cap: TRON, Newton, SGD and SDCA were killed at the
-        first evaluation; with files, TRON converged in 15 s, SDCA in 19 s."""
+        more than an eighth of the memory left): on many short rows under a memory cap,
+        a few vectors of the rows can take more memory than the process has."""
         if self.holds_data or self.source.in_memory:
             return np.empty(self.n_samples)
         return per_sample_array(self.n_samples)

@@ -22,6 +22,7 @@ import math
 from .._progress import closing_bars
 from .common import Run, line_search
 from .gd import initial_step
+from .registry import MAX_SECONDS, SolverRecord
 
 GROWTH = 1.25
 
@@ -58,3 +59,9 @@ def agd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
             y = objective.evaluate(x_new.w + ((t - 1.0) / t_new) * move, curved=False)
             t = t_new
     return run.result()
+
+
+# the records of this module's solvers (:mod:`.registry`), registered by the package's __init__
+RECORDS = (
+    SolverRecord("agd", agd, "full_gradient", options=(MAX_SECONDS,)),
+)

@@ -181,8 +181,8 @@ class PreconditionedCG:
     = d.r as they were before it. The vector updates are fused parallel sweeps
     (:mod:`~streamssvm.kernels.vector`) on ``n_parts`` threads: with millions of features
     the vectors come from memory, not cache. The solves reuse the vectors: fresh ones
-    cost the first touch of their pages at every solve (news20: a start took 7-8 ms so,
-    3.5 ms on kept arrays), so ``s`` and ``d`` are only valid until the next start. After
+    cost the first touch of their pages at every solve, so ``s`` and ``d`` are only valid
+    until the next start. After
     :meth:`next_direction` in place, ``d`` is the new direction only once :meth:`hessp`
     has made it (the system's product makes it as it reads d).
 

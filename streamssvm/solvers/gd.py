@@ -16,6 +16,7 @@ import numpy as np
 
 from .._progress import closing_bars
 from .common import Run, line_search
+from .registry import MAX_SECONDS, SolverRecord
 
 
 def initial_step(state):
@@ -59,3 +60,9 @@ def gd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter
         if run.stalled(state, 1e-15):
             break
     return run.result()
+
+
+# the records of this module's solvers (:mod:`.registry`), registered by the package's __init__
+RECORDS = (
+    SolverRecord("gd", gd, "full_gradient", options=(MAX_SECONDS,), takes_checkpoint=True),
+)

@@ -20,6 +20,7 @@ import numpy as np
 
 from .._progress import closing_bars
 from .common import Run, line_search
+from .registry import MAX_SECONDS, Option, SolverRecord
 from .gd import initial_step
 
 
@@ -82,3 +83,11 @@ def lbfgs(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_i
         if run.stalled(state, 1e-15):
             break
     return run.result()
+
+
+# the records of this module's solvers (:mod:`.registry`), registered by the package's __init__
+RECORDS = (
+    SolverRecord("lbfgs", lbfgs, "second_order",
+                          options=(Option("memory", int, 10, "number of (s, y) pairs kept"),
+                                   MAX_SECONDS)),
+)

@@ -22,8 +22,10 @@ Newton frameworks for large-scale linear classification", ACML 2018.
 import numpy as np
 
 from .._progress import closing_bars
+from ..objective.smooth_svm import check_hessian_sample
 from .common import (OVERFLOW, PreconditionedCG, Run, check_seed, diag_preconditioner,
                      line_search)
+from .registry import MAX_SECONDS, SEED, Option, SolverRecord
 
 def _newton_cg(system, precond, eps_cg, cg):
     """Preconditioned CG on a Newton system H s = -g (``objective.newton_system``), stopped
@@ -31,8 +33,8 @@ def _newton_cg(system, precond, eps_cg, cg):
     cgtol = min(eps_cg, sqrt(||g / lambda||_{M^-1})).
 
     LIBLINEAR takes sqrt(||g||_{M^-1}) on the objective scaled by 1 / lambda; on ours the
-    gradient is lambda times smaller, and the tolerance would shrink with lambda (news20,
-    lambda 1e-5: 44 CG steps against LIBLINEAR's 31 to the same eps). ``cg``: a
+    gradient is lambda times smaller, and the tolerance would shrink with lambda (more CG
+    steps than LIBLINEAR's to the same eps at small lambda). ``cg``: a
     PreconditionedCG with ``model``, started here. The step (a vector of the variables)
     is None if a product overflowed."""
     cg.start(system, precond)
@@ -114,3 +116,18 @@ def newton(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_
         if run.stalled(state, 1e-12):
             break
     return run.result()
+
+
+# the records of this module's solvers (:mod:`.registry`), registered by the package's __init__
+RECORDS = (
+    SolverRecord(
+        "newton", newton, "second_order", takes_checkpoint=True, uses_hessian_products=True,
+        options=(Option("eps_cg", float, 0.5, "upper bound of CG's stopping ratio"),
+                 Option("preconditioner", bool, True, "M = 0.99 I + 0.01 diag(H)",
+                        "--preconditioner"),
+                 Option("hessian_sample", float, None, "newton: CG's Hessian products on a "
+                        "random FRACTION of the rows, drawn again each iteration (subsampled "
+                        "Newton); the gradient on all", "--hessian-sample", check_hessian_sample,
+                        "in (0, 1]", metavar="FRACTION"),
+                 SEED, MAX_SECONDS)),
+)

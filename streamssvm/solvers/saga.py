@@ -25,6 +25,7 @@ from .._names import named
 from .._progress import closing_bars
 from ..kernels import stochastic as sk
 from .common import check_step
+from .registry import MAX_SECONDS, MEMORY_LIMIT, SEED, STEP, Option, SolverRecord
 from .stochastic import EpochRun, saved_array
 
 
@@ -111,3 +112,13 @@ def saga(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         run.end_epoch(weights(), step=eta)
         run.save(weights(), slopes=slopes, avg_grad=avg_grad, state=state)
     return run.result(weights())
+
+
+# the records of this module's solvers (:mod:`.registry`), registered by the package's __init__
+RECORDS = (
+    SolverRecord(
+        "saga", saga, "stochastic", takes_checkpoint=True,
+        options=(STEP, SEED,
+                 Option("eval_every", int, 1, "evaluate the objective every this many epochs"),
+                 MAX_SECONDS, MEMORY_LIMIT)),
+)

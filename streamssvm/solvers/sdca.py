@@ -18,10 +18,8 @@ a zero step, and keeps it while its margin stays on that flat part. A sweep sett
 rows it visits whose step stays zero as far towards the kink as their margin moved since
 their last step; later sweeps skip them. Every evaluation (all rows) brings back the rows
 it finds in play, and the duality gap, computed over all rows, certifies the result as
-before. On news20 (psi_G, sigma 2^-6) 39% of the rows are skipped after the first epochs;
-deciding that from the evaluations alone, as first built, skipped none before the fifth
-epoch, and took the third and fourth over all 11,314 rows where the sweeps' rule takes
-9,000 and 7,700 (the same epochs to f*(1 + 1e-3)).
+before. Deciding in the sweeps, not only at the evaluations, skips rows from the first
+epochs on, where the evaluations alone would decide only every ``eval_every`` epochs.
 
 When the data is held in memory (``overlap``), the evaluation of epoch k's w (a
 margins pass and a column-sum gradient, about as long as an epoch) runs on a worker thread
@@ -29,17 +27,14 @@ while the next ``eval_every`` epochs sweep on the other core, and is collected w
 next evaluation is due (the rows it brings back return ``eval_every`` epochs later than
 without overlap), and when epoch k's evaluation stops the run, the
 epochs after it are undone and epoch k's w returned. A run stays reproducible from its
-seed. Collected after one sweep, as first built, an evaluation every second epoch held up
-every other sweep (news20, psi_G at 2^-6: 17 and 28 ms). On news20
-(psi_G, sigma 2^-6) a run went from 1.25-1.3 s to 1.05-1.2 s. The transpose that those
-evaluations need is made in that thread too, beside the first epochs: the first epoch
-started 0.22 -> 0.13 s into a run, and the time to f*(1 + 1e-3) went from 0.67-0.71 to
-0.63-0.68 s (best of 3 in each of three processes). Without a w0 the start's evaluation
+seed. Collected at the next due evaluation rather than after one sweep, an evaluation
+does not hold up the sweep after it. The transpose that those evaluations need is made
+in that thread too, beside the first epochs. Without a w0 the start's evaluation
 (at w = 0) follows the transpose in that thread, and the evaluations of the first
 2 ``eval_every`` epochs are left out: they would wait for both and hold up the sweeps
 when collected. The epoch after them sweeps all rows, which those evaluations would have
-brought back. The first epoch then starts at the store's read (0.02 s), not after the
-evaluation at 0 (0.05-0.06 s); medians to f*(1 + 1e-3) 0.31 -> 0.27 s.
+brought back. The first epoch then starts once the data is read, not after the
+evaluation at 0.
 
 Out of core this is the block minimisation of Yu, Hsieh, Chang & Lin: load a block, run
 ``inner_epochs`` sweeps over its rows (each in a fresh random order), move to the next
@@ -67,6 +62,7 @@ from .._memory import per_sample_array
 from .._progress import closing_bars
 from ..kernels import stochastic as sk
 from .common import start_state
+from .registry import MAX_SECONDS, MEMORY_LIMIT, SEED, Option, SolverRecord
 from .stochastic import EpochRun
 
 
@@ -119,14 +115,13 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     eval_every : int
         Evaluate P(w), its gradient and the gap every this many epochs (one pass). An
         evaluation reads every row twice (X w, then X^T of the slopes), a sweep only the
-        rows not shrunk: on news20 (psi_G, sigma 2^-6) an evaluation on one thread took
-        28 ms beside 17 ms sweeps, and every second epoch reached f*(1 + 1e-3) in
-        0.41-0.49 s against 0.53-0.85 s evaluating every epoch.
+        rows not shrunk: an evaluation costs more than a sweep, and the gap it reports
+        moves little between two epochs.
     shrinking : bool
         Skip the rows whose step stays zero (see the module docstring). Only when rows
         come back before the last epoch (at an evaluation, or the full sweep that stands
-        for the left-out ones): without that, a row settled too early stayed skipped for
-        good (a9a, squared hinge: 300 epochs ended 1e-3 above the optimum).
+        for the left-out ones): without that, a row settled too early would stay skipped
+        for good, and the run end above the optimum.
     overlap : bool
         When the data is held in memory, evaluate each epoch's w in a thread beside the
         next epoch (see the module docstring).
@@ -366,3 +361,20 @@ def _settled(objective, state, dual):
     sk.settled_rows(state.margins, state.curvature, np.asarray(dual), *objective.loss_args,
                     settled)
     return settled
+
+
+# the records of this module's solvers (:mod:`.registry`), registered by the package's __init__
+RECORDS = (
+    SolverRecord(
+        "sdca", sdca, "stochastic", takes_checkpoint=True, takes_kink=True, takes_intercept=False,
+        options=(Option("gap_tol", float, None, "also stop when the duality gap is at most "
+                        "gap_tol |P(w)|"),
+                 Option("inner_epochs", int, 1, "sweeps over a block's rows per visit"),
+                 SEED,
+                 Option("eval_every", int, 2, "evaluate P(w), its gradient and the duality gap "
+                        "every this many epochs"),
+                 Option("shrinking", bool, True, "skip the rows whose step stays zero"),
+                 Option("overlap", bool, True, "evaluate beside the next epoch when the data "
+                        "is held in memory"),
+                 MAX_SECONDS, MEMORY_LIMIT)),
+)

@@ -36,6 +36,7 @@ from .._progress import closing_bars
 from ..kernels import stochastic as sk
 from ..losses._scalar import derivatives_with_params
 from .common import check_step
+from .registry import MAX_SECONDS, SEED, STEP, Option, SolverRecord
 from .stochastic import EpochRun, saved_array
 
 SCHEDULES = {"optimal": sk.OPTIMAL, "pegasos": sk.OPTIMAL, "constant": sk.CONSTANT,
@@ -174,7 +175,7 @@ def check_delay_and_hogwild(delay, project, hogwild=False, fit_intercept=False):
     if hogwild and fit_intercept:
         raise ValueError(f"{named('hogwild')} needs {_off('fit_intercept')}: the intercept "
                          f"is in every row, and the threads' late and lost updates made it "
-                         f"drift (on a9a and news20, some runs ended far above serial SGD's "
+                         f"drift (runs could end far above serial SGD's "
                          f"objective)")
 
 
@@ -306,8 +307,8 @@ def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
         The threads take their rows' steps at once, on the one v, without locks (Niu et
         al.'s Hogwild!): where two write one feature's weight at once, one update can be
         lost, so a run on several threads is not reproducible to the bit (on one, it is
-        serial SGD's). On news20 it reached serial SGD's objective in about half its time
-        on two threads. Not with ``project``, ``delay`` or an intercept.
+        serial SGD's); the threads share an epoch's steps. Not with ``project``,
+        ``delay`` or an intercept.
     seed : int
         Seed of the visiting order: a run is reproducible bit for bit (but for ``hogwild``
         on several threads).
@@ -357,3 +358,37 @@ def pegasos(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max
     return _run("pegasos", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
                 max_seconds, seed, progress, checkpoint, average, 0, False,
                 dict(learning_rate="pegasos", project=project))
+
+
+AVERAGE = Option("average", bool, False, "sgd / pegasos: averaged iterate", "--average")
+# the records of this module's solvers (:mod:`.registry`), registered by the package's __init__
+RECORDS = (
+    SolverRecord(
+        "sgd", sgd, "stochastic", takes_checkpoint=True, takes_kink=True,
+        options=(Option("learning_rate", str, "optimal", "sgd's schedule (default optimal, which "
+                        "takes no --step)", "--learning-rate",
+                        choices=("optimal", "constant", "invscaling")),
+                 Option("eta0", float, None, STEP.help, "--step", check_step,
+                        "a positive finite number"),
+                 Option("power_t", float, None, "the exponent of the invscaling schedule"),
+                 AVERAGE,
+                 Option("project", bool, False, "project w onto the ball of radius "
+                        "1 / sqrt(lam) after each step"),
+                 Option("delay", int, 0, "sgd: updates delayed by up to K - 1 steps, on two "
+                        "threads; 0 (default): serial SGD", "--delay",
+                        lambda value: check_delay_and_hogwild(value, False), "an integer >= 0",
+                        metavar="K"),
+                 Option("hogwild", bool, False, "sgd: the steps on all threads at once, without "
+                        "locks (Hogwild!); a run on several threads is not reproducible to the "
+                        "bit; not with --intercept", "--hogwild"),
+                 SEED,
+                 Option("eval_every", int, 1, "evaluate the objective every this many epochs"),
+                 MAX_SECONDS)),
+    SolverRecord(
+        "pegasos", pegasos, "stochastic", takes_checkpoint=True, takes_kink=True,
+        options=(Option("project", bool, True, "project w onto the ball of radius "
+                        "1 / sqrt(lam) after each step"),
+                 AVERAGE, SEED,
+                 Option("eval_every", int, 1, "evaluate the objective every this many epochs"),
+                 MAX_SECONDS)),
+)

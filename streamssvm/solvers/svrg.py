@@ -24,6 +24,7 @@ from .._memory import per_sample_array
 from .._progress import closing_bars
 from ..kernels import stochastic as sk
 from .saga import step_size
+from .registry import MAX_SECONDS, MEMORY_LIMIT, SEED, STEP, SolverRecord
 from .stochastic import EpochRun
 
 
@@ -69,3 +70,10 @@ def svrg(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         run.end_epoch(w, step=eta)
         run.save(w)
     return run.result(w)
+
+
+# the records of this module's solvers (:mod:`.registry`), registered by the package's __init__
+RECORDS = (
+    SolverRecord("svrg", svrg, "stochastic", takes_checkpoint=True,
+                          options=(STEP, SEED, MAX_SECONDS, MEMORY_LIMIT)),
+)

@@ -31,6 +31,7 @@ from .._memory import available_memory_bytes
 from .._progress import closing_bars
 from .common import (OVERFLOW, PreconditionedCG, Run, backtracking, diag_preconditioner,
                      m_dot, trial_point)
+from .registry import MAX_SECONDS, Option, SolverRecord
 
 ETA0, ETA1, ETA2 = 1e-4, 0.25, 0.75
 SIGMA1, SIGMA2, SIGMA3 = 0.25, 0.5, 4.0
@@ -180,8 +181,7 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         f(w + t s) <= f(w) + 0.01 t g.s is found from the two points' margins (no pass)
         and w + t s evaluated (one pass) and accepted, with radius t ||s||_M (Nocedal &
         Yuan 1998). Off: the paper's Algorithm 1, which keeps w and solves again in a
-        smaller region. On a9a, w8a and news20 it saved 10-48% of the CG steps of runs
-        that rejected steps.
+        smaller region: a rejected step's CG work is not thrown away.
     reuse_cg : bool
         Where a Hessian product reads the file (``objective.hessp_reads_file``), keep each
         solve's CG directions (one vector per CG step, within an eighth of the memory free
@@ -190,9 +190,8 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         again, as the paper's Algorithm 1 does, up to rounding (so whether the products
         read the file, e.g. whether the curved rows fit in memory, can change the last
         bits, which an ill-conditioned problem amplifies). In memory the directions' extra
-        traffic costs more than it saves (news20, held: 79 -> 64 CG steps, no faster;
-        logistic, no step rejected: 15% slower). Unused with ``backtrack``, which solves
-        no region twice.
+        memory traffic costs more than the products it saves. Unused with ``backtrack``,
+        which solves no region twice.
     max_seconds : float, optional
         Also stop after this long (checked between iterations).
     progress : bool or str
@@ -281,3 +280,24 @@ def tron(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
             run.message = "actual and predicted reductions too small"
             break
     return run.result()
+
+
+PRECONDITIONER = Option("preconditioner", bool, False, "diagonal preconditioner for CG (tron; "
+                        "newton always uses it)", "--preconditioner")
+# the records of this module's solvers (:mod:`.registry`), registered by the package's __init__
+RECORDS = (
+    SolverRecord(
+        "tron", tron, "second_order", takes_checkpoint=True, uses_hessian_products=True,
+        options=(Option("forcing", str, "constant", "tron's CG forcing term: 0.1 (constant, the "
+                        "default), or min(0.1, ||grad||) (quadratic regime)", "--forcing",
+                        choices=("constant", "quadratic")),
+                 Option("xi", float, 0.1, "CG's forcing constant"),
+                 Option("kappa", float, 1.0, "the quadratic forcing term's factor of ||grad||"),
+                 PRECONDITIONER,
+                 Option("backtrack", bool, False, "tron: take a backtracking step along a "
+                        "rejected trial step instead of solving again in a smaller region "
+                        "(Nocedal & Yuan)", "--backtrack"),
+                 Option("reuse_cg", bool, True, "keep CG's directions where Hessian products "
+                        "read the file, to solve a smaller region without them"),
+                 MAX_SECONDS)),
+)
