@@ -16,10 +16,6 @@ import os
 # at load 6 were no slower than passive.
 os.environ.setdefault("GOMP_SPINCOUNT", "1000")
 
-from ._jit_cache import clear_stale_cache
-
-clear_stale_cache()
-
 from .api import train_stream
 from .calibration import calibrated
 from .data import (InMemorySource, Store, StoreError, StoreWriter, SvmlightFormatError,
@@ -30,6 +26,9 @@ from .model import Model
 from .multiclass import train_one_vs_rest
 from .online import OnlineTrainer
 from .solvers import ConvergenceWarning
+from ._jit_cache import clear_stale_cache
+
+clear_stale_cache()  # imports every kernel module; before any kernel runs
 
 __all__ = ["CheckpointError", "ConvergenceWarning", "FileFormatError", "InMemorySource", "Loss",
            "Model", "ModelFileError", "OnlineTrainer", "SmoothSVC", "Store", "StoreError",

@@ -1,0 +1,78 @@
+"""numba's disk cache kept per kernel module (streamssvm/_jit_cache.py), and what the first
+run says about it: real files, a copy of the package and an empty NUMBA_CACHE_DIR, each
+run a subprocess (numba keeps compiled code in the process)."""
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from streamssvm import _jit_cache
+
+# Small kernels of three modules: linear's calls a loss of losses/_scalar.py, the checksum
+# and the codec depend on no other file.
+CALLS = """
+import json, sys
+import numpy as np
+import streamssvm
+from streamssvm.data import checksum
+from streamssvm.kernels import codec, linear
+
+linear.loss_sum_along(np.zeros(3), np.ones(3), 0.5, 0, 1.0, 1.0, np.empty(0))
+checksum.checksum(np.arange(5))
+codec.single_valued(np.array([0, 1, 2], np.int32), np.ones(2, np.float32))
+print(json.dumps({name: sum(kernel.stats.cache_misses.values())
+                  for name, kernel in [("linear", linear.loss_sum_along),
+                                       ("checksum", checksum._fletcher64),
+                                       ("codec", codec.single_valued)]}))
+"""
+
+
+@pytest.fixture
+def package_copy(tmp_path, python, python_env):
+    """``run() -> {kernel: cache misses}`` in a copy of the package (its folder returned as
+    ``run.package``) with a cache folder of its own."""
+    root = tmp_path / "copy"
+    shutil.copytree(_jit_cache._ROOT, root / "streamssvm",
+                    ignore=shutil.ignore_patterns("__pycache__", "datasets"))
+    shutil.copytree(f"{_jit_cache._ROOT}/datasets", root / "streamssvm" / "datasets",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(python_env, PYTHONPATH=str(root), NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+
+    def run():
+        done = subprocess.run([python, "-c", CALLS], env=env,
+                              capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout)
+
+    run.package = root / "streamssvm"
+    return run
+
+
+def append_comment(path):
+    with open(path, "a") as fh:
+        fh.write("\n# an edit\n")
+
+
+def test_dependencies_are_the_files_compiled_code_sees():
+    """linear's kernels call the losses and the intrinsics; the codec and the checksum
+    nothing of the package; no kernel module sees the command line or the solvers."""
+    assert {"losses/_scalar.py", "kernels/_intrinsics.py"} <= _jit_cache.dependencies(
+        "kernels/linear.py")
+    assert "_memory.py" not in _jit_cache.dependencies("kernels/linear.py")  # plain Python
+    assert _jit_cache.dependencies("kernels/codec.py") == set()
+    assert "kernels/linear.py" in _jit_cache.dependencies("kernels/stochastic.py")
+    seen = set().union(*map(_jit_cache.dependencies, _jit_cache.kernel_modules()))
+    assert not seen & {"cli.py", "api.py", "solvers/tron.py", "objective/smooth_svm.py"}
+
+
+def test_an_edit_recompiles_the_kernels_that_depend_on_the_file_only(package_copy):
+    assert package_copy() == {"linear": 1, "checksum": 1, "codec": 1}  # cold
+    assert package_copy() == {"linear": 0, "checksum": 0, "codec": 0}  # warm
+    append_comment(package_copy.package / "cli.py")  # no kernel depends on it
+    append_comment(package_copy.package / "solvers" / "tron.py")
+    assert package_copy() == {"linear": 0, "checksum": 0, "codec": 0}
+    append_comment(package_copy.package / "losses" / "_scalar.py")  # linear's kernels call it
+    assert package_copy() == {"linear": 1, "checksum": 0, "codec": 0}
+    assert package_copy() == {"linear": 0, "checksum": 0, "codec": 0}
