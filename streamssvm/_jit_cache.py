@@ -22,13 +22,22 @@ numba compiles or that runs at import reads it: module-level statements, class b
 decorated functions (kernels, intrinsics) and the functions such code names. The bodies
 of other functions (plain Python, which numba never sees) do not count. A dependency's
 own dependencies count too, by the same rule, transitively.
+
+When a kernel is missing from the cache, :func:`watching_compiles` says so and measures
+the compile (the command line's notice, the converter's throughput, ``streamssvm warmup``).
 """
 
 import ast
+import contextlib
 import hashlib
 import importlib
 import json
 import os
+import sys
+import threading
+import time
+
+from numba.core import event
 
 _ROOT = os.path.dirname(os.path.abspath(__file__))
 _PACKAGE = __name__.rpartition(".")[0]
@@ -230,3 +239,44 @@ def clear_stale_cache():
         except OSError:  # a cache folder we cannot write: numba cannot either
             pass
     return cleared
+
+
+class CompileWatch(event.Listener):
+    """numba's compiles while installed by :func:`watching_compiles`: ``kernels``, the
+    package's functions compiled (``module.name``, once per specialization, callees
+    included), and ``seconds``, the wall time of the outermost compiles (of any code),
+    kernels loaded from the cache not included."""
+
+    def __init__(self, notice=None):
+        self.notice = notice
+        self.kernels = []
+        self.seconds = 0.0
+        self._depth = {}  # per thread: SDCA's evaluations compile in a thread of their own
+        self._start = {}
+
+    def on_start(self, ev):
+        thread = threading.get_ident()
+        if not self._depth.get(thread):
+            self._start[thread] = time.perf_counter()
+        self._depth[thread] = self._depth.get(thread, 0) + 1
+        func = ev.data["dispatcher"].py_func
+        if func.__module__.startswith(_PACKAGE + "."):
+            if self.notice and not self.kernels:
+                print(self.notice, file=sys.stderr, flush=True)
+            self.kernels.append(f"{func.__module__[len(_PACKAGE) + 1:]}.{func.__qualname__}")
+
+    def on_end(self, ev):
+        thread = threading.get_ident()
+        self._depth[thread] -= 1
+        if not self._depth[thread]:
+            self.seconds += time.perf_counter() - self._start.pop(thread)
+
+
+@contextlib.contextmanager
+def watching_compiles(notice=None):
+    """Inside, a :class:`CompileWatch` (yielded) records numba's compiles; ``notice``, if
+    given, is printed to stderr (one line) when the first of the package's kernels starts
+    compiling, that is when one is missing from the cache."""
+    watch = CompileWatch(notice)
+    with event.install_listener("numba:compile", watch):
+        yield watch
