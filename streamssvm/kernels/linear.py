@@ -582,6 +582,17 @@ def _curved_place(single, single_rows, single_values, multi, multi_ptr, multi_ro
                     entries += curvature[np.uintp(row)] != 0.0
 
 
+@njit(cache=True, nogil=True)
+def sum_rows(parts):
+    """The sum of the rows of a 2-d array, in row order (as ``parts.sum(axis=0)``, whose
+    implementation in numba is a compile of its own, for its checks of ``axis``)."""
+    out = parts[0].copy()
+    for t in range(1, parts.shape[0]):
+        for j in range(out.shape[0]):
+            out[j] += parts[t, j]
+    return out
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _share(n, t, n_parts):
     """Part t of range(n) cut into n_parts of equal length."""
@@ -663,7 +674,7 @@ def column_products(columns, v, n_rows, n_parts, compact=False, z=None, beta=0.0
             if vj != 0.0:
                 for k in row_span(multi_ptr, c):
                     out[np.uintp(multi_rows[k])] += vj if by_row else multi_values[k] * vj
-    xv = partial.sum(axis=0)
+    xv = sum_rows(partial)
     if by_row:
         xv *= row_values
     return xv
