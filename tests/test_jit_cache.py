@@ -3,12 +3,16 @@ run says about it: real files, a copy of the package and an empty NUMBA_CACHE_DI
 run a subprocess (numba keeps compiled code in the process)."""
 
 import json
+import os
+import pty
 import shutil
 import subprocess
+import threading
 
 import pytest
 
 from streamssvm import _jit_cache
+from streamssvm.datasets import a9a_paths
 
 # Small kernels of three modules: linear's calls a loss of losses/_scalar.py, the checksum
 # and the codec depend on no other file.
@@ -76,3 +80,71 @@ def test_an_edit_recompiles_the_kernels_that_depend_on_the_file_only(package_cop
     append_comment(package_copy.package / "losses" / "_scalar.py")  # linear's kernels call it
     assert package_copy() == {"linear": 1, "checksum": 0, "codec": 0}
     assert package_copy() == {"linear": 0, "checksum": 0, "codec": 0}
+
+
+# The command line with its stderr on a terminal (a pseudo-terminal), printing to stdout
+# the number of the package's kernels it compiled.
+COUNTING_MAIN = """
+import sys
+from streamssvm._jit_cache import watching_compiles
+from streamssvm.cli import main
+
+with watching_compiles() as compiles:
+    status = main(sys.argv[1:])
+print(len(compiles.kernels))
+sys.exit(status)
+"""
+
+
+def on_terminal(python, env, *argv):
+    """Run the command line, stderr a terminal: ``(kernels compiled, stderr text)``."""
+    master, slave = pty.openpty()
+    chunks = []
+
+    def read():
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # the terminal's other end closed
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        done = subprocess.run([python, "-c", COUNTING_MAIN, *map(str, argv)], env=env,
+                              stdout=subprocess.PIPE, stderr=slave, timeout=900, text=True)
+    finally:
+        os.close(slave)
+        reader.join()
+        os.close(master)
+    stderr = b"".join(chunks).decode(errors="replace")
+    assert done.returncode == 0, stderr[-3000:]
+    return int(done.stdout.split()[-1]), stderr
+
+
+NOTICE = "streamssvm: compiling kernels for the first run (~"
+
+
+def test_a_cold_cache_is_announced_and_warmup_fills_it(tmp_path, python, python_env):
+    """On a terminal, a first run says that it compiles, once; ``streamssvm warmup`` then
+    compiles what training and predicting need: they compile nothing and say nothing."""
+    env = dict(python_env, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    text = tmp_path / "small.svm"
+    text.write_bytes(b"+1 1:0.5 3:1\n-1 2:1\n+1 1:1 2:0.25\n-1 3:2\n")
+    compiled, stderr = on_terminal(python, env, "convert", text, tmp_path / "small.h5")
+    assert compiled > 0 and stderr.count(NOTICE) == 1, stderr
+    compiled, stderr = on_terminal(python, env, "convert", text, tmp_path / "again.h5")
+    assert compiled == 0 and NOTICE not in stderr, stderr
+
+    warmup = subprocess.run([python, "-m", "streamssvm.cli", "warmup", "--solvers", "tron"],
+                            env=env, capture_output=True, text=True, timeout=900)
+    assert warmup.returncode == 0, warmup.stderr[-3000:]
+    assert "train --solver tron: compiled" in warmup.stdout, warmup.stdout
+    store, model = tmp_path / "a9a.h5", tmp_path / "a9a.npz"
+    for argv in (["convert", a9a_paths()[0], store], ["train", store, "--solver", "tron",
+                                                       "-o", model], ["predict", model, store]):
+        compiled, stderr = on_terminal(python, env, *argv)
+        assert compiled == 0 and NOTICE not in stderr, (argv, stderr)
