@@ -13,8 +13,9 @@ module's cache files (in whichever folder numba caches it: ``__pycache__``,
 dependency. At import, a kernel module whose dependencies changed since its stamp was
 written has its cache files removed; numba then recompiles that module's kernels, once,
 and no other. A change of the module itself is numba's own business (its index is keyed
-on the file), and an edit to a file that no kernel module depends on (the command line,
-the solvers, the objective) recompiles nothing.
+on the file; the files of functions moved or removed, which numba leaves, are removed
+here), and an edit to a file that no kernel module depends on (the command line, the
+solvers, the objective) recompiles nothing.
 
 Dependencies, from the imports: a name a module imports from the package is a dependency
 on the file it comes from (the submodule itself for ``from . import codec``) if code that
@@ -38,6 +39,7 @@ import threading
 import time
 
 from numba.core import event
+from numba.core.dispatcher import Dispatcher
 
 _ROOT = os.path.dirname(os.path.abspath(__file__))
 _PACKAGE = __name__.rpartition(".")[0]
@@ -167,15 +169,11 @@ def _module_name(rel):
     return ".".join([_PACKAGE] + parts)
 
 
-def cache_folder(module):
-    """The folder numba caches ``module``'s functions in (None: it caches none)."""
-    from numba.core.dispatcher import Dispatcher
-
-    for value in vars(module).values():
-        if (isinstance(value, Dispatcher) and value.py_func.__module__ == module.__name__
-                and value.stats.cache_path):
-            return value.stats.cache_path
-    return None
+def cached_functions(module):
+    """The functions of ``module`` that numba caches on disk (their dispatchers)."""
+    return [value for value in vars(module).values()
+            if isinstance(value, Dispatcher) and value.py_func.__module__ == module.__name__
+            and value.stats.cache_path]
 
 
 def cache_files(folder, rel):
@@ -201,11 +199,15 @@ class _Digests(dict):
         return value
 
 
-def _refresh(rel, folder, digests, direct):
-    """Remove module ``rel``'s cache files from ``folder`` if its dependencies changed since
-    its stamp there was written (or it has none); write the stamp. Returns whether files
-    were removed."""
-    stamp = os.path.join(folder, os.path.splitext(os.path.basename(rel))[0] + _STAMP)
+def _refresh(rel, functions, digests, direct):
+    """Remove module ``rel``'s cache files if its dependencies changed since its stamp was
+    written (or it has none), else, if the module itself changed, the files of functions it
+    no longer has (numba names a function's files by its name and first line: a moved or
+    removed function leaves files no run reads); write the stamp. ``functions``: the
+    module's cached functions. Returns whether the module's files were all removed."""
+    folder = functions[0].stats.cache_path
+    base = os.path.splitext(os.path.basename(rel))[0]
+    stamp = os.path.join(folder, base + _STAMP)
     try:
         with open(stamp) as fh:
             recorded = json.load(fh)["files"]
@@ -216,8 +218,11 @@ def _refresh(rel, folder, digests, direct):
     files = {f: digests[f] for f in sorted(dependencies(rel, direct) | {rel})}
     others = {f: digest for f, digest in files.items() if f != rel}
     stale = recorded is None or others != {f: d for f, d in recorded.items() if f != rel}
-    if stale:
-        for name in cache_files(folder, rel):
+    live = () if stale else tuple(
+        f"{base}.{f.py_func.__qualname__.replace('<', '').replace('>', '')}-"
+        f"{f.py_func.__code__.co_firstlineno}." for f in functions)
+    for name in cache_files(folder, rel):
+        if not name.startswith(live):
             os.unlink(os.path.join(folder, name))
     tmp = f"{stamp}.{os.getpid()}"
     with open(tmp, "w") as fh:
@@ -232,9 +237,9 @@ def clear_stale_cache():
     any kernel runs. Returns the modules whose files were removed."""
     digests, direct, cleared = _Digests(), {}, []
     for rel in kernel_modules():
-        folder = cache_folder(importlib.import_module(_module_name(rel)))
+        functions = cached_functions(importlib.import_module(_module_name(rel)))
         try:
-            if folder and _refresh(rel, folder, digests, direct):
+            if functions and _refresh(rel, functions, digests, direct):
                 cleared.append(rel)
         except OSError:  # a cache folder we cannot write: numba cannot either
             pass

@@ -733,11 +733,14 @@ def _add_warmup(subparsers):
                                                 f"comma-separated, or all", _solver_list),
                    help="solvers to compile, comma-separated, or 'all' (default "
                         f"{','.join(DEFAULT_SOLVERS)}: those solver auto picks, and TRON)")
+    p.add_argument("--jobs", type=int, choices=(1, 2), default=2,
+                   help="2 (default): the scipy matrix's path in a process of its own, beside "
+                        "the others; 1: all in this process")
     p.set_defaults(func=cmd_warmup)
 
 
 def cmd_warmup(args):
-    run_warmup(args.solvers)
+    run_warmup(args.solvers, args.jobs)
     return 0
 
 

@@ -9,11 +9,13 @@ their own). A path whose kernels are all cached compiles nothing.
 """
 
 import lzma
+import multiprocessing
 import os
 import sys
 import tempfile
 import time
 import warnings
+from concurrent.futures import ProcessPoolExecutor
 
 from ._jit_cache import watching_compiles
 from .api import train_stream
@@ -35,27 +37,26 @@ def check_solvers(solvers):
     return solvers
 
 
-def run_warmup(solvers=DEFAULT_SOLVERS, out=sys.stdout):
-    """Run each path (module docstring), printing one line each: the kernels it compiled
-    and the time, or that all were cached. Returns ``[(path, kernels compiled, seconds
-    compiling, seconds in all)]``."""
-    check_solvers(solvers)
-    train_txt, _ = a9a_paths()
+def _path(name, run, out):
+    """Run one path; print and return ``(name, kernels compiled, seconds compiling,
+    seconds in all)``."""
+    start = time.perf_counter()
+    with watching_compiles() as compiles:
+        run()
+    seconds = time.perf_counter() - start
+    done = (f"compiled {len(compiles.kernels)} kernels in {compiles.seconds:.1f} s"
+            if compiles.kernels else "all kernels cached")
+    print(f"{name}: {done} ({seconds:.1f} s in all)", file=out, flush=True)
+    return name, len(compiles.kernels), compiles.seconds, seconds
+
+
+def _store_paths(solvers, out=sys.stdout):
+    """Convert, train by each of ``solvers`` on the store, predict."""
     report = []
-
-    def path(name, run):
-        start = time.perf_counter()
-        with watching_compiles() as compiles:
-            run()
-        seconds = time.perf_counter() - start
-        report.append((name, len(compiles.kernels), compiles.seconds, seconds))
-        done = (f"compiled {len(compiles.kernels)} kernels in {compiles.seconds:.1f} s"
-                if compiles.kernels else "all kernels cached")
-        print(f"{name}: {done} ({seconds:.1f} s in all)", file=out, flush=True)
-
     with tempfile.TemporaryDirectory() as tmp:
         store = os.path.join(tmp, "a9a.h5")
-        path("convert", lambda: convert_svmlight(train_txt, store, progress=False))
+        report.append(_path("convert", lambda: convert_svmlight(a9a_paths()[0], store,
+                                                                progress=False), out))
         models = {}
         for solver in solvers:
             def train(solver=solver):
@@ -64,10 +65,30 @@ def run_warmup(solvers=DEFAULT_SOLVERS, out=sys.stdout):
                     warnings.simplefilter("ignore", ConvergenceWarning)
                     models[solver] = train_stream(store, solver=solver, progress=False,
                                                   **epochs)
-            path(f"train --solver {solver}", train)
+            report.append(_path(f"train --solver {solver}", train, out))
         if models:
-            path("predict", lambda: next(iter(models.values())).predict(store))
-        with lzma.open(train_txt) as fh:
-            X, y, _ = parse_svmlight_bytes(fh.read())
-        path("train on a scipy matrix", lambda: train_stream(X, y, progress=False))
+            model = next(iter(models.values()))
+            report.append(_path("predict", lambda: model.predict(store), out))
     return report
+
+
+def _matrix_path(out=sys.stdout):
+    """Train the default solver on a9a as a scipy matrix."""
+    with lzma.open(a9a_paths()[0]) as fh:
+        X, y, _ = parse_svmlight_bytes(fh.read())
+    return [_path("train on a scipy matrix", lambda: train_stream(X, y, progress=False), out)]
+
+
+def run_warmup(solvers=DEFAULT_SOLVERS, jobs=2, out=sys.stdout):
+    """Run each path (module docstring), printing one line each: the kernels it compiled
+    and the time, or that all were cached. With ``jobs`` > 1 the matrix's path runs in a
+    process of its own beside the others (its kernels are of float64 values, the store's
+    of float32: the two compile little in common; numba compiles in one thread). Returns
+    ``[(path, kernels compiled, seconds compiling, seconds in all)]``."""
+    check_solvers(solvers)
+    if jobs < 2:
+        return _store_paths(solvers, out) + _matrix_path(out)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        matrix = pool.submit(_matrix_path)  # prints to the standard output it inherits
+        report = _store_paths(solvers, out)
+        return report + matrix.result()

@@ -35,8 +35,8 @@ print(json.dumps({name: sum(kernel.stats.cache_misses.values())
 
 @pytest.fixture
 def package_copy(tmp_path, python, python_env):
-    """``run() -> {kernel: cache misses}`` in a copy of the package (its folder returned as
-    ``run.package``) with a cache folder of its own."""
+    """``run() -> {kernel: cache misses}`` in a copy of the package (its folder
+    ``run.package``) with a cache folder of its own (``run.cache``)."""
     root = tmp_path / "copy"
     shutil.copytree(_jit_cache._ROOT, root / "streamssvm",
                     ignore=shutil.ignore_patterns("__pycache__", "datasets"))
@@ -50,7 +50,7 @@ def package_copy(tmp_path, python, python_env):
         assert done.returncode == 0, done.stderr[-3000:]
         return json.loads(done.stdout)
 
-    run.package = root / "streamssvm"
+    run.package, run.cache = root / "streamssvm", tmp_path / "numba"
     return run
 
 
@@ -80,6 +80,13 @@ def test_an_edit_recompiles_the_kernels_that_depend_on_the_file_only(package_cop
     append_comment(package_copy.package / "losses" / "_scalar.py")  # linear's kernels call it
     assert package_copy() == {"linear": 1, "checksum": 0, "codec": 0}
     assert package_copy() == {"linear": 0, "checksum": 0, "codec": 0}
+    # numba names a function's files by its first line: those of the line before are removed
+    codec = package_copy.package / "kernels" / "codec.py"
+    codec.write_text("\n" + codec.read_text())
+    before = {p.name for p in package_copy.cache.rglob("codec.single_valued-*")}
+    assert package_copy() == {"linear": 0, "checksum": 0, "codec": 1}
+    after = {p.name for p in package_copy.cache.rglob("codec.single_valued-*")}
+    assert after and not after & before, (before, after)
 
 
 # The command line with its stderr on a terminal (a pseudo-terminal), printing to stdout
