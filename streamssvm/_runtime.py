@@ -10,9 +10,9 @@ process. It runs once per process.
   the cores of the ones doing work. Not spinning at all (``OMP_WAIT_POLICY=passive``) wakes
   them from sleep at every kernel call. A short spin keeps both costs small. Set only if the
   user has not, and only before OpenMP starts (the first parallel kernel).
-- numba's on-disk cache (:mod:`._jit_cache`): a kernel that calls a loss from another module
-  keeps the compiled loss it was cached with; the package's cache files are removed when any
-  of its source files changed.
+- numba's on-disk cache (:mod:`._jit_cache`): numba keys a cached kernel on its own file
+  only, so a kernel that calls a loss from another module keeps the compiled loss it was
+  cached with; the cache files of the kernel modules whose dependencies changed are removed.
 """
 
 import importlib

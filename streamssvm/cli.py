@@ -9,6 +9,9 @@ A bad value of an option is argparse's error naming it (status 2), found by the 
 check of the parameter it sets (``_checked``); errors the library finds later in a combination
 of parameters name train's options (``TRAIN_OPTIONS``).
 Warnings are one line ``streamssvm: warning: ...``.
+A command that has to compile kernels missing from numba's cache (a first run) says so on a
+terminal, in one line ``streamssvm: compiling kernels for the first run (~N s)`` when the
+compile starts.
 Output into a closed pipe ends the command quietly, with status 1. Ctrl-C ends it with
 ``streamssvm: interrupted`` and status 130 (while numba compiles, when the compile ends).
 """
@@ -27,6 +30,7 @@ import numpy as np
 from . import __version__
 from ._atomic import check_output, clean_stale, is_stdout, open_output
 from ._interrupt import interrupts_after_compiling
+from ._jit_cache import watching_compiles
 from ._names import options_named
 from ._runtime import load_plugins, prepare
 from .calibration import check_n_folds
@@ -42,6 +46,7 @@ from .solvers.auto import auto_option
 from .solvers.checkpoint import check_every
 from .solvers.common import check_seed, check_tol
 from .solvers.sgd import check_rate_options
+from .warmup import DEFAULT_SOLVERS, check_solvers, run_warmup
 
 # ValueError: what the library raises on bad arguments or inputs (its messages say which),
 # FileFormatError among them; FloatingPointError: a run that diverged (its message says
@@ -841,6 +846,49 @@ def cmd_demo(args):
     return 0
 
 
+# --- warmup ---------------------------------------------------------------------------------
+def _solver_list(text):
+    return registry.names() if text == "all" else tuple(text.split(","))
+
+
+def _add_warmup(subparsers):
+    p = subparsers.add_parser(
+        "warmup", help="compile the kernels of the common paths into numba's cache",
+        description="Run convert, train (each solver of --solvers, and on a scipy matrix) "
+                    "and predict once on the shipped a9a data, so that their kernels are "
+                    "compiled into numba's disk cache before a first real run; print what "
+                    "each path compiled.")
+    p.add_argument("--solvers", metavar="LIST", default=DEFAULT_SOLVERS,
+                   type=_checked(check_solvers, f"solvers of {', '.join(registry.names())}, "
+                                                f"comma-separated, or all", _solver_list),
+                   help="solvers to compile, comma-separated, or 'all' (default "
+                        f"{','.join(DEFAULT_SOLVERS)}: those solver auto picks, and TRON)")
+    p.add_argument("--jobs", type=int, choices=(1, 2), default=2,
+                   help="2 (default): the scipy matrix's path in a process of its own, beside "
+                        "the others; 1: all in this process")
+    p.set_defaults(func=cmd_warmup)
+
+
+def cmd_warmup(args):
+    run_warmup(args.solvers, args.jobs)
+    return 0
+
+
+# Seconds a first run of the command spends compiling on a cold cache, for its notice:
+# tools/bench_compile.py's cold runs less its warm ones, 2 cores, rounded up.
+FIRST_COMPILE_SECONDS = {"convert": 5, "train": 25, "predict": 2, "demo": 35}
+
+
+def _compile_notice(args):
+    """The line said when a command's first kernel compile starts: on a terminal, as the
+    progress bars (None: not a terminal, --quiet, or warmup, which says what it compiles)."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    if args.command == "warmup" or getattr(args, "quiet", False) or not (isatty and isatty()):
+        return None
+    return (f"streamssvm: compiling kernels for the first run "
+            f"(~{FIRST_COMPILE_SECONDS.get(args.command, 1)} s)")
+
+
 def _label(value):
     """A label as written: an integer without a decimal point, else the shortest text that
     reads back as the same float (%g rounded 1000001 to 1e+06); text as it is."""
@@ -873,7 +921,7 @@ def _size(n):
 
 
 SUBCOMMANDS = [_add_convert, _add_info, _add_verify, _add_train, _add_cv, _add_predict,
-               _add_losses, _add_demo]
+               _add_losses, _add_demo, _add_warmup]
 
 
 def build_parser():
@@ -897,7 +945,8 @@ def main(argv=None):
     prepare()
     try:
         # a Ctrl-C while numba compiles is raised when the compile ends (inside, it was lost)
-        with warnings.catch_warnings(), interrupts_after_compiling():
+        with (warnings.catch_warnings(), interrupts_after_compiling(),
+              watching_compiles(_compile_notice(args))):
             warnings.showwarning = _show_warning
             # numpy's floating-point warnings: a diverged run says so in its error
             warnings.filterwarnings("ignore", r"(overflow|invalid value|divide by zero) "

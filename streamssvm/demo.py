@@ -6,6 +6,7 @@ import tempfile
 import time
 
 from ._atomic import check_output
+from ._jit_cache import watching_compiles
 from .api import train_stream
 from .data import Store, convert_svmlight
 from .datasets import a9a_paths
@@ -35,11 +36,15 @@ def run_demo(workdir=None, loss="psi_g", sigma=2.0 ** -3, lam=1e-5, progress=Tru
                   f"{store.nnz} nonzeros, {store.n_blocks} blocks, labels -1: {n_neg}, +1: {n_pos}",
                   file=out)
         start = time.perf_counter()
-        model = train_stream(train_h5, loss=loss, sigma=sigma, lam=lam, progress=progress)
+        with watching_compiles() as compiles:
+            model = train_stream(train_h5, loss=loss, sigma=sigma, lam=lam, progress=progress)
         seconds = time.perf_counter() - start
+        compiling = (f" ({compiles.seconds:.2f} s of it compiling kernels)"
+                     if compiles.kernels else "")
         p = model.params
         print(f"trained {loss} (sigma={sigma:g}, lambda={lam:g}) by {p['solver']}: {p['n_iter']} iterations, "
-              f"{p['passes']} passes, {seconds:.2f} s, objective {p['objective']:.6f}", file=out)
+              f"{p['passes']} passes, {seconds:.2f} s{compiling}, objective {p['objective']:.6f}",
+              file=out)
         print(f"train accuracy {model.score(train_h5):.4f}", file=out)
         print(f"test accuracy  {model.score(test_h5):.4f}", file=out)
     return model

@@ -18,6 +18,7 @@ from ._atomic import open_output
 from ._interrupt import interrupts_after_compiling
 from ._json import json_default
 from ._npz import json_object, read_npz
+from ._runtime import prepare
 from ._warn import warn
 from .calibration import (Platt, check_calibration, check_every_class, check_probabilities,
                           class_probabilities, held_out_decisions)
@@ -117,6 +118,7 @@ class Model:
     def decision_and_labels(self, source):
         """Decision values (shape (n_samples,), or (n_samples, n_classes) one-vs-rest) and
         the source's labels (as in its blocks), in one pass over a BlockSource."""
+        prepare()
         in_memory = isinstance(source, InMemorySource)  # else a store: what to do about it
         self._width_check(source.n_features, source.name, "" if in_memory else RECONVERT)
         out = np.empty((source.n_samples, *self.coef_.shape[:-1]))

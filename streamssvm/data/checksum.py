@@ -49,7 +49,10 @@ def checksum(array):
         words = words.byteswap()
     elif not words.flags.aligned:  # a view into a buffer at an odd offset
         words = words.copy()
-    return np.array(_fletcher64(words, raw[whole:]), np.uint64)
+    # read-only views whatever the array: numba compiles one specialization, not two
+    words, tail = words.view(), raw[whole:]
+    words.flags.writeable = tail.flags.writeable = False
+    return np.array(_fletcher64(words, tail), np.uint64)
 
 
 def digest(arrays):

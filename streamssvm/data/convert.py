@@ -16,7 +16,9 @@ import numpy as np
 
 from .._atomic import check_output
 from .._interrupt import interrupts_after_compiling
+from .._jit_cache import watching_compiles
 from .._progress import progress_bar
+from .._runtime import prepare
 from .store import Store, StoreError, StoreWriter
 from .svmlight import BlockParser, SvmlightFormatError, last_newline
 
@@ -247,9 +249,11 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
         (rows per class), ``label_counts`` (rows coded -1, +1; None if multiclass),
         ``zero_based`` (the base in effect), ``zero_based_option`` (``"auto"``, or the base
         given or taken from ``like``), ``repaired_rows``,
-        ``seconds`` (wall time of the whole conversion), ``text_bytes`` (uncompressed text),
-        ``source_bytes`` (file size), ``store_bytes``, ``mb_per_s`` (text megabytes,
-        1e6 bytes, per second), ``src``, ``dst``.
+        ``seconds`` (wall time of the whole conversion), ``compile_seconds`` (the part of
+        it numba spent compiling kernels missing from its cache), ``text_bytes``
+        (uncompressed text), ``source_bytes`` (file size), ``store_bytes``, ``mb_per_s``
+        (text megabytes, 1e6 bytes, per second of the conversion, compiling left out),
+        ``src``, ``dst``.
 
     Raises
     ------
@@ -278,77 +282,81 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
     checked once a line without newline reaches 64 KiB, and again each time it doubles,
     before the rest of it is read: the error is then the line's first, as when it is whole.
     """
+    prepare()
     t0 = time.perf_counter()
-    src, dst = os.fspath(src), os.fspath(dst)
-    # before the parse, not at the writer's end (``like`` is read before: it may be dst)
-    check_output(dst, overwrite, (src,), regular=True)
-    if like is not None:
-        with Store(like) as model:
-            like_features, like_classes = model.n_features, model.classes
-            like_base = model.metadata["options"].get("zero_based")
-        if like_base in (True, False):  # older stores may not say
-            if zero_based not in ("auto", like_base):
-                raise ValueError(f"zero_based={zero_based} (--zero-based) contradicts {like}, "
-                                 f"read {'zero' if like_base else 'one'}-based")
-            zero_based = like_base
-        if n_features is not None and int(n_features) != like_features:
-            raise ValueError(f"n_features={n_features} contradicts {like}, whose width is "
-                             f"{like_features}")
-        if classes is not None and tuple(map(float, classes)) != like_classes:
-            raise ValueError(f"classes={tuple(classes)} contradicts {like}'s {like_classes}")
-        n_features, classes = like_features, like_classes
-    if classes is not None:
-        multiclass = len(classes) > 2  # the classes say which store it is
-    if _chunk_bytes < 1:
-        raise ValueError(f"_chunk_bytes must be >= 1, got {_chunk_bytes}")
+    with watching_compiles() as compiles:  # their time is left out of the throughput
+        src, dst = os.fspath(src), os.fspath(dst)
+        # before the parse, not at the writer's end (``like`` is read before: it may be dst)
+        check_output(dst, overwrite, (src,), regular=True)
+        if like is not None:
+            with Store(like) as model:
+                like_features, like_classes = model.n_features, model.classes
+                like_base = model.metadata["options"].get("zero_based")
+            if like_base in (True, False):  # older stores may not say
+                if zero_based not in ("auto", like_base):
+                    raise ValueError(f"zero_based={zero_based} (--zero-based) contradicts {like}, "
+                                     f"read {'zero' if like_base else 'one'}-based")
+                zero_based = like_base
+            if n_features is not None and int(n_features) != like_features:
+                raise ValueError(f"n_features={n_features} contradicts {like}, whose width is "
+                                 f"{like_features}")
+            if classes is not None and tuple(map(float, classes)) != like_classes:
+                raise ValueError(f"classes={tuple(classes)} contradicts {like}'s {like_classes}")
+            n_features, classes = like_features, like_classes
+        if classes is not None:
+            multiclass = len(classes) > 2  # the classes say which store it is
+        if _chunk_bytes < 1:
+            raise ValueError(f"_chunk_bytes must be >= 1, got {_chunk_bytes}")
 
-    stdin = src == STDIN
-    with (os.fdopen(os.dup(sys.stdin.fileno()), "rb") if stdin else open(src, "rb")) as fh:
-        if stdin:
-            src = STDIN_NAME  # as errors and the store's source name say it
-        head = fh.peek(8)[:8]  # not read and seek back: the input may be a pipe
-        kind = _compression(src, head)
-        source_bytes = os.fstat(fh.fileno()).st_size
-        # unit_scale: kB, MB, GB of 10^3, 10^6, 10^9 bytes, as in the summary's MB/s
-        bar = progress_bar(progress, total=source_bytes, unit="B", unit_scale=True,
-                           desc=os.path.basename(src), disable=None,
-                           file=sys.stderr, leave=False)  # disable=None: on a terminal only
-        try:
-            with StoreWriter(dst, value_dtype=value_dtype, compression=compression,
-                             compression_level=compression_level, fletcher32=fletcher32,
-                             encoding=encoding, overwrite=overwrite,
-                             multiclass=multiclass) as writer:
-                parser = BlockParser(src, writer.add_block,
-                                     lambda: _shift_written_indices(writer),
-                                     zero_based=zero_based, n_features=n_features,
-                                     classes=classes, multiclass=multiclass,
-                                     block_rows=block_rows, block_nnz=block_nnz,
-                                     value_dtype=writer.value_dtype,
-                                     like=None if like is None else os.fspath(like))
-                raw = _HashingReader(fh, bar)
-                text = _open_text(raw, kind)
-                if kind is not None:
-                    text = _CheckedDecompressor(text, src, kind, raw)
-                text_bytes = _stream(text, parser, _chunk_bytes)
-                raw.drain()
-                parser.finish()
-                final_classes, relabel = parser.classes()
-                if multiclass:
-                    writer.relabel_classes(relabel)
-                elif relabel:
-                    writer.negate_labels()
-                options = {"zero_based": parser.zero_based, "zero_based_option": zero_based,
-                           "block_rows": block_rows, "block_nnz": None if block_rows else block_nnz,
-                           "repaired_rows": parser.repaired_rows, "input_compression": kind,
-                           "multiclass": multiclass}
-                writer.close(parser.n_features, final_classes,
-                             source={"name": os.path.basename(src), "size": raw.size,
-                                     "sha256": raw.sha256.hexdigest()},
-                             extra_options=options)
-        finally:
-            bar.close()
+        stdin = src == STDIN
+        with (os.fdopen(os.dup(sys.stdin.fileno()), "rb") if stdin else open(src, "rb")) as fh:
+            if stdin:
+                src = STDIN_NAME  # as errors and the store's source name say it
+            head = fh.peek(8)[:8]  # not read and seek back: the input may be a pipe
+            kind = _compression(src, head)
+            source_bytes = os.fstat(fh.fileno()).st_size
+            # unit_scale: kB, MB, GB of 10^3, 10^6, 10^9 bytes, as in the summary's MB/s
+            bar = progress_bar(progress, total=source_bytes, unit="B", unit_scale=True,
+                               desc=os.path.basename(src), disable=None,
+                               file=sys.stderr, leave=False)  # disable=None: on a terminal only
+            try:
+                with StoreWriter(dst, value_dtype=value_dtype, compression=compression,
+                                 compression_level=compression_level, fletcher32=fletcher32,
+                                 encoding=encoding, overwrite=overwrite,
+                                 multiclass=multiclass) as writer:
+                    parser = BlockParser(src, writer.add_block,
+                                         lambda: _shift_written_indices(writer),
+                                         zero_based=zero_based, n_features=n_features,
+                                         classes=classes, multiclass=multiclass,
+                                         block_rows=block_rows, block_nnz=block_nnz,
+                                         value_dtype=writer.value_dtype,
+                                         like=None if like is None else os.fspath(like))
+                    raw = _HashingReader(fh, bar)
+                    text = _open_text(raw, kind)
+                    if kind is not None:
+                        text = _CheckedDecompressor(text, src, kind, raw)
+                    text_bytes = _stream(text, parser, _chunk_bytes)
+                    raw.drain()
+                    parser.finish()
+                    final_classes, relabel = parser.classes()
+                    if multiclass:
+                        writer.relabel_classes(relabel)
+                    elif relabel:
+                        writer.negate_labels()
+                    options = {"zero_based": parser.zero_based, "zero_based_option": zero_based,
+                               "block_rows": block_rows,
+                               "block_nnz": None if block_rows else block_nnz,
+                               "repaired_rows": parser.repaired_rows, "input_compression": kind,
+                               "multiclass": multiclass}
+                    writer.close(parser.n_features, final_classes,
+                                 source={"name": os.path.basename(src), "size": raw.size,
+                                         "sha256": raw.sha256.hexdigest()},
+                                 extra_options=options)
+            finally:
+                bar.close()
 
     seconds = time.perf_counter() - t0
+    working = max(seconds - compiles.seconds, 1e-9)
     summary = {
         "src": src, "dst": dst,
         "n_samples": parser.n_samples, "n_features": parser.n_features, "nnz": parser.nnz,
@@ -359,13 +367,20 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
         "zero_based": parser.zero_based, "zero_based_option": zero_based,
         "repaired_rows": parser.repaired_rows,
         "seconds": seconds, "text_bytes": text_bytes, "source_bytes": source_bytes,
-        "store_bytes": os.path.getsize(dst), "mb_per_s": text_bytes / 1e6 / max(seconds, 1e-9),
+        "store_bytes": os.path.getsize(dst), "compile_seconds": compiles.seconds,
+        "mb_per_s": text_bytes / 1e6 / working,
     }
     if progress:
         print(f"streamssvm: converted {src} -> {dst}: {summary['n_samples']:,} rows x "
               f"{summary['n_features']:,} features, {summary['nnz']:,} nonzeros in "
-              f"{seconds:.2f} s ({summary['mb_per_s']:.1f} MB/s of text)", file=sys.stderr)
+              f"{seconds:.2f} s{_compiling(compiles.seconds)} ({summary['mb_per_s']:.1f} MB/s of "
+              f"text)", file=sys.stderr)
     return summary
+
+
+def _compiling(seconds):
+    """The part of the summary's time numba spent compiling, if any."""
+    return f", {seconds:.2f} s of it compiling kernels" if seconds else ""
 
 
 class _Prefetcher:

@@ -38,7 +38,16 @@ def row_partition(indptr, n_parts):
     total = indptr[n] - start
     for t in range(1, n_parts):
         target = start + (total * t) // n_parts
-        bounds[t] = max(np.searchsorted(indptr[: n + 1], target), bounds[t - 1])
+        # the first bound at or past the target (np.searchsorted, side "left", whose
+        # implementation compiles longer than this loop)
+        lo, hi = 0, n + 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if indptr[mid] < target:
+                lo = mid + 1
+            else:
+                hi = mid
+        bounds[t] = max(lo, bounds[t - 1])
     bounds[n_parts] = n
     for t in range(1, n_parts):
         bounds[t] = min(bounds[t], n)
@@ -582,6 +591,17 @@ def _curved_place(single, single_rows, single_values, multi, multi_ptr, multi_ro
                     entries += curvature[np.uintp(row)] != 0.0
 
 
+@njit(cache=True, nogil=True)
+def sum_rows(parts):
+    """The sum of the rows of a 2-d array, in row order (as ``parts.sum(axis=0)``, whose
+    implementation in numba is a compile of its own, for its checks of ``axis``)."""
+    out = parts[0].copy()
+    for t in range(1, parts.shape[0]):
+        for j in range(out.shape[0]):
+            out[j] += parts[t, j]
+    return out
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _share(n, t, n_parts):
     """Part t of range(n) cut into n_parts of equal length."""
@@ -663,7 +683,7 @@ def column_products(columns, v, n_rows, n_parts, compact=False, z=None, beta=0.0
             if vj != 0.0:
                 for k in row_span(multi_ptr, c):
                     out[np.uintp(multi_rows[k])] += vj if by_row else multi_values[k] * vj
-    xv = partial.sum(axis=0)
+    xv = sum_rows(partial)
     if by_row:
         xv *= row_values
     return xv
@@ -760,9 +780,11 @@ def csr_checks(indptr, indices, data, n_columns, n_parts):
     every value is finite. The rows, and the values, are cut into ``n_parts`` equal ranges
     (not by ``indptr``: it is under test)."""
     n, nnz = indptr.shape[0] - 1, indices.shape[0]
-    bad = np.full(n_parts, -1, np.int64)
+    # filled and reduced by loops (np.full and ndarray.all are compiles of their own)
+    bad = np.empty(n_parts, np.int64)
     ok = np.ones((n_parts, 3), np.bool_)
     for t in prange(n_parts):
+        bad[t] = -1
         lo, hi = _share(n, t, n_parts)
         canonical = True
         low, high = 0, -1  # the least and largest index of the rows
@@ -787,11 +809,14 @@ def csr_checks(indptr, indices, data, n_columns, n_parts):
             zero += data[k] - data[k]
         ok[t, 0], ok[t, 1], ok[t, 2] = canonical, in_range, zero == 0.0
     first = -1
+    all_canonical = all_in_range = all_finite = True
     for t in range(n_parts):
-        if bad[t] >= 0:
+        if first < 0 and bad[t] >= 0:
             first = bad[t]
-            break
-    return first, ok[:, 0].all(), ok[:, 1].all(), ok[:, 2].all()
+        all_canonical &= ok[t, 0]
+        all_in_range &= ok[t, 1]
+        all_finite &= ok[t, 2]
+    return first, all_canonical, all_in_range, all_finite
 
 
 @njit(cache=True, nogil=True)

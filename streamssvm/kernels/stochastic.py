@@ -247,7 +247,8 @@ def _chunks(indptr, indices, data, y, order, v, avg_u, state, bias, code, sigma,
                         if load_acquire(marks, pos) == chunk:
                             break
                 if load_acquire(marks, pos) == chunk:  # the helper has done lo..pos
-                    dots[lo:pos + 1] = helped[lo:pos + 1]
+                    for done in range(lo, pos + 1):  # (a slice copy compiles numba's
+                        dots[done] = helped[done]    # formatting of its shape error)
                     break
                 dots[pos] = row_dot(indptr, indices, data, order[pos], v)
             store_release(ctl, READY, chunk)

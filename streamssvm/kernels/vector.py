@@ -22,7 +22,7 @@ ones up to the order of floating-point additions.
 import numpy as np
 from numba import njit, prange
 
-from .linear import _share
+from .linear import _share, sum_rows
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -72,7 +72,7 @@ def cg_move(alpha, d, hd, s, r, precond, z, g, n_parts):
                 sg += sj * g[j]
         sums[t, 0], sums[t, 1], sums[t, 2], sums[t, 3] = sms, zr, sr, sg
         sums[t, 4], sums[t, 5] = shd, dr
-    return sums.sum(axis=0)
+    return sum_rows(sums)
 
 
 @njit(cache=True, nogil=True, parallel=True)

@@ -179,6 +179,7 @@ class SmoothSVMObjective:
         self.hold = hold
         self._held = None  # [Block of all rows, its transpose or None] once read; False: streamed
         self._columns_pending = None  # a Future of the transpose (see make_columns)
+        self._ones = None  # see ones()
         # Hessian products of held data (see _state_columns): the curvature of their
         # state, the columns they read and the arrays a copy of its curved rows' columns
         # is written into
@@ -630,10 +631,18 @@ class SmoothSVMObjective:
         nor the state's curved rows are in memory): then a product costs a disk pass."""
         return not (self.holds_data or self.source.in_memory or state.curved_rows is not None)
 
+    def ones(self, n):
+        """n ones, the x of a diagonal's sums: one vector, kept (written once, not at every
+        call), and of the layout the kernels see for their other vectors (a read-only
+        broadcast 1 compiled each of them a second time)."""
+        if self._ones is None or self._ones.shape[0] < n:
+            self._ones = np.ones(max(n, self.n_variables))
+        return self._ones[:n]
+
     def hess_diag(self, state):
         """One pass: the diagonal of the Hessian at ``state``."""
         state = self._check_state(state)
-        ones = np.broadcast_to(1.0, self.n_variables)  # read, never written: no 8 d bytes
+        ones = self.ones(self.n_variables)
         if self._held_data() is not None:
             self.cached_sweeps += 1
             return self._column_sums(state.curvature, True, ones, self.lam)[0]

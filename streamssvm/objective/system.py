@@ -86,7 +86,7 @@ class ColumnSystem(NewtonSystem):
 
     def hess_diag(self):
         return self._sums(self.objective._state_columns(self.state), self.state.curvature, True,
-                          np.broadcast_to(1.0, len(self.order)))[0]
+                          self.objective.ones(len(self.order)))[0]
 
     def step(self, s, rest):
         full = np.empty(self.n_variables)

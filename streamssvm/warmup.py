@@ -1,0 +1,94 @@
+"""Compile the kernels of the common paths into numba's disk cache, ahead of a first run.
+
+Each path runs once on the shipped a9a data, so that it reaches the kernels a real run
+reaches (which ones depend on the data: lean blocks, rows with curvature): converting
+svmlight text into a store; training by each solver of ``solvers`` on the store (the
+stochastic ones for a few epochs: every epoch runs the same kernels); predicting
+from the store; training the default solver on a scipy matrix (float64 values: kernels of
+their own). A path whose kernels are all cached compiles nothing.
+"""
+
+import lzma
+import multiprocessing
+import os
+import sys
+import tempfile
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+
+from ._jit_cache import watching_compiles
+from .api import train_stream
+from .data import convert_svmlight
+from .data.svmlight import parse_svmlight_bytes
+from .datasets import a9a_paths
+from .solvers import SOLVERS, STOCHASTIC, ConvergenceWarning
+
+# solver="auto" takes Newton or SDCA; TRON is the paper's
+DEFAULT_SOLVERS = ("newton", "sdca", "tron")
+EPOCHS = 3
+
+
+def check_solvers(solvers):
+    """Refuse a name that is not a solver, saying which are."""
+    unknown = [s for s in solvers if s not in SOLVERS]
+    if unknown:
+        raise ValueError(f"unknown solver {unknown[0]!r}: the solvers are {', '.join(SOLVERS)}")
+    return solvers
+
+
+def _path(name, run, out):
+    """Run one path; print and return ``(name, kernels compiled, seconds compiling,
+    seconds in all)``."""
+    start = time.perf_counter()
+    with watching_compiles() as compiles:
+        run()
+    seconds = time.perf_counter() - start
+    done = (f"compiled {len(compiles.kernels)} kernels in {compiles.seconds:.1f} s"
+            if compiles.kernels else "all kernels cached")
+    print(f"{name}: {done} ({seconds:.1f} s in all)", file=out, flush=True)
+    return name, len(compiles.kernels), compiles.seconds, seconds
+
+
+def _store_paths(solvers, out=sys.stdout):
+    """Convert, train by each of ``solvers`` on the store, predict."""
+    report = []
+    with tempfile.TemporaryDirectory() as tmp:
+        store = os.path.join(tmp, "a9a.h5")
+        report.append(_path("convert", lambda: convert_svmlight(a9a_paths()[0], store,
+                                                                progress=False), out))
+        models = {}
+        for solver in solvers:
+            def train(solver=solver):
+                epochs = dict(max_iter=EPOCHS) if solver in STOCHASTIC else {}
+                with warnings.catch_warnings():  # not run to converge
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    models[solver] = train_stream(store, solver=solver, progress=False,
+                                                  **epochs)
+            report.append(_path(f"train --solver {solver}", train, out))
+        if models:
+            model = next(iter(models.values()))
+            report.append(_path("predict", lambda: model.predict(store), out))
+    return report
+
+
+def _matrix_path(out=sys.stdout):
+    """Train the default solver on a9a as a scipy matrix."""
+    with lzma.open(a9a_paths()[0]) as fh:
+        X, y, _ = parse_svmlight_bytes(fh.read())
+    return [_path("train on a scipy matrix", lambda: train_stream(X, y, progress=False), out)]
+
+
+def run_warmup(solvers=DEFAULT_SOLVERS, jobs=2, out=sys.stdout):
+    """Run each path (module docstring), printing one line each: the kernels it compiled
+    and the time, or that all were cached. With ``jobs`` > 1 the matrix's path runs in a
+    process of its own beside the others (its kernels are of float64 values, the store's
+    of float32: the two compile little in common; numba compiles in one thread). Returns
+    ``[(path, kernels compiled, seconds compiling, seconds in all)]``."""
+    check_solvers(solvers)
+    if jobs < 2:
+        return _store_paths(solvers, out) + _matrix_path(out)
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        matrix = pool.submit(_matrix_path)  # prints to the standard output it inherits
+        report = _store_paths(solvers, out)
+        return report + matrix.result()
