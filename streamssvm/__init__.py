@@ -5,8 +5,6 @@ Objective (Luo, Qiao & Zhang, "Learning with Smooth Hinge Losses")::
     L(w) = lambda / 2 ||w||^2 + (1 / n) sum_i psi(y_i w . x_i)
 """
 
-__version__ = "0.1.0"
-
 import os
 
 # numba's OpenMP workers spin between parallel regions, 300,000 times by default: on a busy
@@ -17,6 +15,7 @@ import os
 os.environ.setdefault("GOMP_SPINCOUNT", "1000")
 
 from ._jit_cache import clear_stale_cache
+from ._version import __version__
 
 clear_stale_cache()
 
