@@ -372,13 +372,17 @@ def test_bench_convert_side_by_side(tmp_path, capsys, another_streamssvm):
     pytest.importorskip("streamssvm.data.convert")
     src = tmp_path / "b.svm"
     make_synthetic.generate(src, n_rows=300, **SMALL)
-    results = bench_convert.main([str(src), "--work-dir", str(tmp_path), "--warm"])
+    results = bench_convert.main([str(src), "--work-dir", str(tmp_path), "--warm",
+                                  "--json", str(tmp_path / "convert.json")])
     out = capsys.readouterr().out
     assert "streamssvm convert_svmlight" in out and "sklearn load_svmlight_file" in out
     sbs = results["side_by_side"]
     assert sbs["ours"]["completed"] and sbs["sklearn"]["completed"]
     assert sbs["ours"]["nnz"] == sbs["sklearn"]["nnz"] == make_synthetic_nnz(src)
     assert not list(tmp_path.glob("*.h5"))  # the store was removed
+    record = json.loads((tmp_path / "convert.json").read_text())
+    assert record["benchmark"] == "convert"
+    assert record["figures"]["side_by_side"]["ratio"] == pytest.approx(sbs["ratio"])
 
 
 
@@ -390,18 +394,25 @@ def test_bench_checksums_creates_its_workdir_and_refuses_no_passes(tmp_path, cap
     assert exc.value.code == 2
     assert "argument --passes: must be >= 1, got 0" in capsys.readouterr().err
     assert not (tmp_path / "w0").exists()
-    assert bench_checksums.main([str(src), "--passes", "1",
-                                 "--workdir", str(tmp_path / "new" / "w")]) == 0
+    assert bench_checksums.main([str(src), "--passes", "1", "--workdir",
+                                 str(tmp_path / "new" / "w"),
+                                 "--json", str(tmp_path / "checksums.json")]) == 0
     assert "best and median of 1" in capsys.readouterr().out
+    figures = json.loads((tmp_path / "checksums.json").read_text())["figures"]
+    assert {(r["measured"], r["checksums"]) for r in figures["rows"]} == {
+        (what, name) for what in ("read", "evaluate") for name in bench_checksums.VARIANTS}
     assert (tmp_path / "new" / "w" / "converted.h5").exists()
 
 
 def test_bench_auto_cuts_the_first_file_unless_cut_from(tmp_path, capsys):
     src = tmp_path / "b.svm"
     make_synthetic.generate(src, n_rows=200, **SMALL)
-    bench_auto.main([str(src), "--lams", "1e-2", "--cut", "300"])
+    bench_auto.main([str(src), "--lams", "1e-2", "--cut", "300",
+                     "--json", str(tmp_path / "auto.json")])
     rows = [line.split()[:3] for line in capsys.readouterr().out.splitlines()[1:]]
     assert rows[0] == ["b", "25", "1e-02"] and ["cut", "to", "300"] in rows
+    figures = json.loads((tmp_path / "auto.json").read_text())["figures"]
+    assert [r["data"] for r in figures] == ["b"] * 4 + ["cut to 300"] * 4  # 4 losses each
     for options, message in ((["--cut-from", str(src)], "argument --cut-from: needs --cut"),
                              (["--cut", "300,0"], "column counts (integers >= 1), got '300,0'")):
         with pytest.raises(SystemExit) as exc:

@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 
+import bench_output
 import make_synthetic
 from tool_args import REPO_ROOT, existing_file
 
@@ -322,6 +323,7 @@ def main(argv=None):
     ap.add_argument("--bound-bytes", default="4G")
     ap.add_argument("--bound-small-file", type=existing_file, help="small file for the bound check")
     ap.add_argument("--bound-small-bytes", default="50M")
+    ap.add_argument("--json", help="where to write the figures (default benchmarks/convert.json)")
     for name in ("--child", "--child-src", "--child-dst", "--child-options"):
         ap.add_argument(name, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -365,7 +367,18 @@ def main(argv=None):
                     os.remove(path)
     print(f"load average {os.getloadavg()[0]:.2f} at end (2 cores shared with other work: "
           f"times vary)")
+    print("wrote", bench_output.write("convert", results, args.json))
     return results
+
+
+def headline(results):
+    """The README's row: our converter's speed against scikit-learn's loader."""
+    side = results.get("side_by_side") or {}
+    if "ratio" not in side:
+        return []
+    return [{"what": "svmlight text to a store, against scikit-learn's load_svmlight_file",
+             "result": f"{side['ratio']:.2f}x as fast "
+                       f"({side['text_bytes'] / MB / side['ours']['seconds']:,.0f} MB/s of text)"}]
 
 
 if __name__ == "__main__":
