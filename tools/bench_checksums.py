@@ -77,8 +77,8 @@ def main(argv=None):
     cpu = {key: [] for key in times}
     for repeat in range(args.passes + 1):  # the first round warms caches and compiles
         for name, store in stores.items():
-            for what, run in (("read", lambda: read_pass(store)),
-                              ("evaluate", lambda: objectives[name].evaluate(w))):
+            for what, run in (("read", lambda store=store: read_pass(store)),
+                              ("evaluate", lambda name=name: objectives[name].evaluate(w))):
                 t0, c0 = time.perf_counter(), time.process_time()
                 run()
                 if repeat:

@@ -220,7 +220,8 @@ def side_by_side(src, args, options, work_dir):
                "sklearn": sk}
     if ours["completed"]:
         print(f"ours: the converter's own figure: {ours['reported_mb_per_s']:,.1f} MB/s "
-              f"({ours['reported_seconds']:.2f} s); store/text {ours['store_bytes'] / text_bytes:.3f},"
+              f"({ours['reported_seconds']:.2f} s); "
+              f"store/text {ours['store_bytes'] / text_bytes:.3f},"
               f" {ours['store_bytes'] / max(ours['nnz'], 1):.2f} bytes per nonzero")
     if sk is not None and sk["completed"] and ours["completed"]:
         ratio = sk["seconds"] / ours["seconds"]

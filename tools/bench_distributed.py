@@ -127,7 +127,7 @@ def section_reduction(args, rows):
                           dashboard_address=None) as cluster, Client(cluster) as client:
             workers = sorted(client.nthreads())
 
-            def held_parts():
+            def held_parts(workers=workers):
                 """One (loss, vector, counts) per worker, computed and held there."""
                 futures = [client.submit(
                     lambda seed: (0.0, np.random.default_rng(seed).random(d), {}), k,
@@ -161,8 +161,9 @@ def section_reduction(args, rows):
                 show(f"{label}, {n_workers} workers",
                      (statistics.median(times), min(times), max(times)), rows)
             show(f"broadcast one d-vector to every worker, {n_workers} workers",
-                 timed(lambda: client.scatter(vector, workers=workers, broadcast=True,
-                                              hash=False).result(), args.repeats), rows)
+                 timed(lambda workers=workers: client.scatter(
+                     vector, workers=workers, broadcast=True, hash=False).result(),
+                     args.repeats), rows)
 
 
 def main(argv=None):

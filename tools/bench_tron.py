@@ -122,11 +122,11 @@ def section_like_for_like(args, store, X, y, Xt, yt):
     threads = max(args.threads)
     rows = []
     for loss, solver in (("squared_hinge", 2), ("logistic", 0)):
-        runs = {"peer": lambda: liblinear_train(X, y, solver, args.lam, args.eps)}
+        runs = {"peer": lambda solver=solver: liblinear_train(X, y, solver, args.lam, args.eps)}
         for label, n, options in ([("tron", n, {}) for n in args.threads]
                                   + [("tron+bt", threads, dict(backtrack=True)),
                                      ("newton", threads, {})]):
-            def run(label=label, n=n, options=options):
+            def run(label=label, n=n, options=options, loss=loss):
                 m = ours(store, loss, None, args.lam, args.eps, n, solver=label.split("+")[0],
                          **options)
                 return m.params["seconds"], m
@@ -333,7 +333,8 @@ def section_out_of_core(args):
 
 
 def section_convergence(args, store):
-    print("\n(e) convergence of TRON psi_G (sigma = %g), xi_t = min(0.1, ||grad||)" % args.sigmas[0])
+    print("\n(e) convergence of TRON psi_G (sigma = %g), xi_t = min(0.1, ||grad||)"
+          % args.sigmas[0])
     m = ours(store, "psi_g", args.sigmas[0], args.lam, 1e-10, None, forcing="quadratic", kappa=1.0,
              max_iter=60)
     print(f"{'iter':>5}{'objective':>22}{'||grad||':>12}{'CG':>5}{'log ratio':>11}")
@@ -497,7 +498,8 @@ def main(argv=None):
     parser.add_argument("--work", default=os.path.join(ROOT, "bench-data"))
     parser.add_argument("--json", help="where to write the figures (default benchmarks/tron.json)")
     args = parser.parse_args(argv)
-    args.sigmas = [2.0 ** float(s[2:]) if s.startswith("2^") else float(s) for s in args.sigmas.split(",")]
+    args.sigmas = [2.0 ** float(s[2:]) if s.startswith("2^") else float(s)
+                   for s in args.sigmas.split(",")]
     args.threads = [int(t) for t in args.threads.split(",")]
     print("command: python " + " ".join([os.path.relpath(__file__, ROOT)] + (argv or sys.argv[1:])))
     figures = {}

@@ -205,8 +205,11 @@ def write_text(path, text):
     os.replace(tmp, path)
 
 
-def render(results=bench_output.RESULTS_DIR, page=os.path.join(ROOT, "docs", "benchmarks.md"),
-           readme=os.path.join(ROOT, "README.md")):
+PAGE = os.path.join(ROOT, "docs", "benchmarks.md")
+README = os.path.join(ROOT, "README.md")
+
+
+def render(results=bench_output.RESULTS_DIR, page=PAGE, readme=README):
     """Write ``page`` and the results table of ``readme`` from the records in ``results``."""
     records = load_records(results)
     with open(readme) as fh:
@@ -220,9 +223,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--results", default=bench_output.RESULTS_DIR,
                    help="folder of benchmark records (default %(default)s)")
-    p.add_argument("--page", default=os.path.join(ROOT, "docs", "benchmarks.md"),
-                   help="page to write (default %(default)s)")
-    p.add_argument("--readme", default=os.path.join(ROOT, "README.md"),
+    p.add_argument("--page", default=PAGE, help="page to write (default %(default)s)")
+    p.add_argument("--readme", default=README,
                    help="README whose results table to replace (default %(default)s)")
     args = p.parse_args(argv)
     records = render(args.results, args.page, args.readme)
