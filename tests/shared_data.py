@@ -1,4 +1,4 @@
-"""The real data sets of ../shared/data, loaded once per test session."""
+"""The real data sets of tests/data, loaded once per test session."""
 
 import functools
 import io
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parent / "data"
 
 
 @functools.lru_cache(maxsize=None)
