@@ -7,8 +7,8 @@ picks. The shapes: the given svmlight files, and, with --cut, the first of them 
 keeps the text's statistics while n_features / n_samples moves from tall to wide.
 
 Example:
-    python tools/bench_auto.py ../shared/data/a9a.svm.xz ../shared/data/w8a.svm.xz \
-        ../shared/data/ijcnn1.svm.xz bench-data/news20.train.svm \
+    python tools/bench_auto.py tests/data/a9a.svm.xz tests/data/w8a.svm.xz \
+        tests/data/ijcnn1.svm.xz bench-data/news20.train.svm \
         --cut-from bench-data/news20.train.svm --cut 500,2000,6000,20000,100000
 """
 

@@ -40,12 +40,12 @@ import time
 
 import bench_output
 import make_synthetic
-from tool_args import REPO_ROOT, existing_file
+from tool_args import BIN, REPO_ROOT, existing_file
 
 sys.path.insert(0, REPO_ROOT)  # the repository's streamssvm, here and in the children (this file)
 DEFAULT_WORK_DIR = os.path.join(REPO_ROOT, "bench-data")
-RUN_CAPPED = "/work/shared/bin/run-capped"
-EVICT = "/work/shared/bin/evict"
+RUN_CAPPED = os.path.join(BIN, "run-capped")
+EVICT = os.path.join(BIN, "evict")
 MB = 1e6
 
 

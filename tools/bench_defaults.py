@@ -36,12 +36,12 @@ from bench_solvers import load  # noqa: E402
 
 from streamssvm import ConvergenceWarning, train_one_vs_rest  # noqa: E402
 
-SHARED = os.path.join(os.path.dirname(ROOT), "shared", "data")
+DATA = os.path.join(ROOT, "tests", "data")  # w8a and ijcnn1, shipped for the tests
 DATASETS = {  # name: (train, test or None)
     "a9a": (os.path.join(ROOT, "streamssvm", "datasets", "a9a.svm.xz"),
             os.path.join(ROOT, "streamssvm", "datasets", "a9a.t.svm.xz")),
-    "w8a": (os.path.join(SHARED, "w8a.svm.xz"), None),
-    "ijcnn1": (os.path.join(SHARED, "ijcnn1.svm.xz"), os.path.join(SHARED, "ijcnn1.t.svm.xz")),
+    "w8a": (os.path.join(DATA, "w8a.svm.xz"), None),
+    "ijcnn1": (os.path.join(DATA, "ijcnn1.svm.xz"), os.path.join(DATA, "ijcnn1.t.svm.xz")),
     "news20": (os.path.join(ROOT, "bench-data", "news20.train.svm"),
                os.path.join(ROOT, "bench-data", "news20.test.svm")),
 }

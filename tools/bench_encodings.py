@@ -43,12 +43,11 @@ sys.path.insert(0, ROOT)
 
 import bench_output  # noqa: E402
 from bench_tron import _READ, run_capped  # noqa: E402
-from tool_args import existing_file, existing_store  # noqa: E402
+from tool_args import BIN, existing_file, existing_store  # noqa: E402
 from streamssvm import convert_svmlight, train_stream  # noqa: E402
 from streamssvm.data import RowSubset, Store, StoreWriter, write_store  # noqa: E402
 from streamssvm.objective import SmoothSVMObjective  # noqa: E402
 
-BIN = os.path.join(os.path.dirname(ROOT), "shared", "bin")
 ENCODINGS = [("float32", None, None, "plain"), ("float32", None, None, "lean"),
              ("float64", None, None, "plain"), ("float32", "lzf", None, "plain"),
              ("float32", "gzip", 1, "plain"), ("float32", "gzip", 4, "plain"),

@@ -18,7 +18,7 @@ the most probable class. Prints a table and writes it as JSON.
 
 Example:
     python tools/bench_probability.py                 # writes benchmarks/probability.json
-    python tools/bench_probability.py --pair w8a ../shared/data/w8a.svm.xz W8A_TEST.svm.xz
+    python tools/bench_probability.py --pair w8a tests/data/w8a.svm.xz W8A_TEST.svm.xz
 """
 
 import argparse

@@ -9,7 +9,7 @@ Prints, on one training file:
       thread's X w in storage order and in a random row order (floors), and the random
       order cut between all threads (the floor of an epoch that splits its dots);
   (b) (with --ooc STORE) seconds per SGD epoch from a store evicted from the page cache,
-      under ../shared/bin/run-capped with --cap-mb, with the store's size over the cap and
+      under tools/bin/run-capped with --cap-mb, with the store's size over the cap and
       the peak memory;
   (c) the objective against passes and against seconds for every solver on the training
       file, each for --budget seconds (f - f*, f* certified by SDCA's duality gap), as a
@@ -40,9 +40,8 @@ from streamssvm.data import InMemorySource, Store  # noqa: E402
 from streamssvm.kernels.linear import _share, prefetch_rows, row_dot  # noqa: E402
 from streamssvm.objective import SmoothSVMObjective  # noqa: E402
 from streamssvm.solvers import SOLVERS, STOCHASTIC  # noqa: E402
-from tool_args import existing_file, existing_store, repo_env  # noqa: E402
+from tool_args import BIN, existing_file, existing_store, repo_env  # noqa: E402
 
-BIN = os.path.join(os.path.dirname(ROOT), "shared", "bin")
 
 
 def load(path):

@@ -12,7 +12,7 @@ Prints, on one training file (and its test file):
   (c) pass rate: nonzeros per second of a Hessian-vector pass read from the store against
       the same kernel on the in-memory matrix;
   (d) out of core (with --ooc): a store several times larger than a memory cap, evicted from
-      the page cache, trained under ../shared/bin/run-capped: a pass's rate (store bytes
+      the page cache, trained under tools/bin/run-capped: a pass's rate (store bytes
       per second) against the disk's read rate measured just before it, in pairs, the time to
       eps = 0.01 of TRON, line-search Newton, subsampled Newton and SDCA, each in its own
       capped process evicted first (as a user's training runs), and its peak memory;
@@ -46,9 +46,8 @@ from streamssvm import ConvergenceWarning, convert_svmlight, train_stream  # noq
 from streamssvm.data import InMemorySource, Store  # noqa: E402
 from streamssvm.objective import SmoothSVMObjective  # noqa: E402
 import bench_output  # noqa: E402
-from tool_args import existing_file, existing_store, repo_env  # noqa: E402
+from tool_args import BIN, existing_file, existing_store, repo_env  # noqa: E402
 
-BIN = os.path.join(os.path.dirname(ROOT), "shared", "bin")
 
 
 def load_matrix(store_path):
