@@ -26,6 +26,7 @@ def _load(name, n_features):
 
 
 def load_shared(name, n_rows=None, n_features=None):
-    """``(X, y)`` of ``name`` (e.g. "a9a"): CSR with int32 indices; the first ``n_rows``."""
+    """``(X, y)`` of ``name`` (e.g. "a9a"): CSR with int32 indices; the first ``n_rows``.
+    Copies of the session's arrays, so that no test sees what another did to its own."""
     X, y = _load(name, n_features)
-    return (X, y) if n_rows is None else (X[:n_rows], y[:n_rows])
+    return X[:n_rows].copy(), y[:n_rows].copy()
