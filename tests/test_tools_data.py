@@ -323,9 +323,10 @@ def test_news20_empty_test_rows_are_kept(tmp_path):
     (["--out-dir", "{dir}/afile"], "argument --out-dir: '{dir}/afile' exists and is not a folder"),
 ])
 def test_news20_cli_refuses_bad_options_before_any_work(tmp_path, capsys, options, message):
+    """(An archive that exists is given first: the default's place is the machine's.)"""
     (tmp_path / "afile").write_bytes(b"x")
     with pytest.raises(SystemExit) as exc:
-        make_news20.main(["--quiet", "--out-dir", str(tmp_path / "out"),
+        make_news20.main(["--quiet", "--tar", TINY_TAR, "--out-dir", str(tmp_path / "out"),
                           *(o.format(dir=tmp_path) for o in options)])
     assert exc.value.code == 2 and message.format(dir=tmp_path) in capsys.readouterr().err
     assert os.listdir(tmp_path) == ["afile"]
