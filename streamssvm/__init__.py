@@ -5,7 +5,7 @@ Objective (Luo, Qiao & Zhang, "Learning with Smooth Hinge Losses")::
     L(w) = lambda / 2 ||w||^2 + (1 / n) sum_i psi(y_i w . x_i)
 """
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 from .api import train_stream
 from .calibration import calibrated

@@ -27,7 +27,7 @@ import zipfile
 
 import numpy as np
 
-from . import __version__
+from ._version import __version__
 from ._atomic import check_output, clean_stale, is_stdout, open_output
 from ._interrupt import interrupts_after_compiling
 from ._jit_cache import watching_compiles

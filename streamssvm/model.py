@@ -34,8 +34,8 @@ RECONVERT = ": convert its text like the training store (like= / --like), to the
 
 
 class Model:
-    """A linear classifier: sign(x.coef_ + intercept_) over two classes, or one-vs-rest
-    argmax_c (x.coef_[c] + intercept_[c]) over k > 2.
+    """A linear classifier: ``sign(x.coef_ + intercept_)`` over two classes, or one-vs-rest
+    ``argmax_c (x.coef_[c] + intercept_[c])`` over k > 2.
 
     Attributes
     ----------
@@ -211,7 +211,7 @@ class Model:
 
     @interrupts_after_compiling()
     def decision_function(self, X):
-        """Decision values x.coef_ + intercept_ (one-vs-rest: x.coef_[c] + intercept_[c]).
+        """Decision values ``x.coef_ + intercept_`` (one-vs-rest: ``x.coef_[c] + intercept_[c]``).
 
         Parameters
         ----------

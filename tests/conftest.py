@@ -1,4 +1,4 @@
-"""Shared fixtures: the real data sets in ../shared/data, text files in tmp dirs, references."""
+"""Shared fixtures: the real data sets in tests/data, text files in tmp dirs, references."""
 
 import bz2
 import gzip
@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+# the real data sets the tests read, shipped with the repository (tests/data/README.md); a9a
+# links to the package's copy (streamssvm/datasets)
+SHARED_DATA = REPO_ROOT / "tests" / "data"
 
 # Real files and the width to convert them with (a9a's test file lacks the last feature).
 SHARED_FILES = {
@@ -31,7 +33,7 @@ def repo_root():
 
 @pytest.fixture(scope="session")
 def shared_data():
-    """The folder of real data sets (../shared/data from the repository root)."""
+    """The folder of real data sets (tests/data)."""
     if not SHARED_DATA.is_dir():
         pytest.skip(f"{SHARED_DATA} not found")
     return SHARED_DATA

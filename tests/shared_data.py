@@ -1,4 +1,4 @@
-"""The real data sets of ../shared/data, loaded once per test session."""
+"""The real data sets of tests/data, loaded once per test session."""
 
 import functools
 import io
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parent / "data"
 
 
 @functools.lru_cache(maxsize=None)
@@ -26,6 +26,7 @@ def _load(name, n_features):
 
 
 def load_shared(name, n_rows=None, n_features=None):
-    """``(X, y)`` of ``name`` (e.g. "a9a"): CSR with int32 indices; the first ``n_rows``."""
+    """``(X, y)`` of ``name`` (e.g. "a9a"): CSR with int32 indices; the first ``n_rows``.
+    Copies of the session's arrays, so that no test sees what another did to its own."""
     X, y = _load(name, n_features)
-    return (X, y) if n_rows is None else (X[:n_rows], y[:n_rows])
+    return X[:n_rows].copy(), y[:n_rows].copy()

@@ -181,7 +181,9 @@ def test_conversions_killed_leave_the_old_store_or_the_new_one(tmp_path, make_sv
 @pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")
 def test_quiet_runs_take_no_progress_bar_lock(tmp_path, make_svmlight):
     """With progress off, converting and training make no tqdm bar: tqdm's lock, shared
-    with forked children, may be left held by one that was killed, and must not block."""
+    with forked children, may be left held by one that was killed, and must not block.
+    (The work runs once before the lock is taken, so that the timed run compiles no kernel:
+    on an empty numba cache, compiling them took longer than the wait.)"""
     import threading
 
     import tqdm.auto
@@ -198,6 +200,9 @@ def test_quiet_runs_take_no_progress_bar_lock(tmp_path, make_svmlight):
             train_stream(dst, solver=solver, max_iter=2, progress=False)
         done.append(True)
 
+    work()
+    dst.unlink()
+    done.clear()
     lock = tqdm.auto.tqdm.get_lock()
     lock.acquire()  # as a killed child leaves it
     try:

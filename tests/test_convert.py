@@ -472,27 +472,30 @@ def test_missing_input(tmp_path):
 KILL_SCRIPT = """
 import sys
 from streamssvm import convert_svmlight
-convert_svmlight(sys.argv[1], sys.argv[2], block_nnz=2000, progress=False, _chunk_bytes=4096)
+convert_svmlight("/dev/stdin", sys.argv[1], block_nnz=2000, progress=False, _chunk_bytes=4096)
 """
 
 
 def test_killed_conversion_leaves_no_output(tmp_path, rng, make_svmlight, python, python_env):
-    src = tmp_path / "big.svm"
-    src.write_bytes(make_svmlight(rng, 2000, 2000, density=0.02) * 60)  # ~ 20 MB
+    """The text comes through a pipe that stays open, so the conversion is still running
+    when it is killed, however fast the machine (a file it could finish before the kill)."""
+    text = make_svmlight(rng, 2000, 2000, density=0.02)
     dst = tmp_path / "out.h5"
-    proc = subprocess.Popen([python, "-c", KILL_SCRIPT, str(src), str(dst)], env=python_env,
-                            stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
+    proc = subprocess.Popen([python, "-c", KILL_SCRIPT, str(dst)], env=python_env,
+                            stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdin.write(text)
+    proc.stdin.flush()  # the first rows; the pipe stays open
+    deadline = time.monotonic() + 120
     while not any(p.name.startswith(".out.h5.tmp") for p in tmp_path.iterdir()):
         assert proc.poll() is None, proc.stderr.read().decode()
         assert time.monotonic() < deadline
         time.sleep(0.01)
-    time.sleep(0.3)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    proc.stdin.close()
     assert proc.returncode == -signal.SIGKILL, "finished before it could be killed"
     assert not dst.exists()
-    leftovers = [p.name for p in tmp_path.iterdir() if p.name not in ("big.svm",)]
+    leftovers = [p.name for p in tmp_path.iterdir()]
     assert all(name.startswith(".out.h5.tmp") for name in leftovers), leftovers
 
 

@@ -55,6 +55,23 @@ def client():
             yield c
 
 
+@pytest.fixture(autouse=True)
+def _every_worker_alive(request):
+    """Each test that takes the cluster starts with both workers alive, whatever the tests
+    before it killed: the scheduler may still list a killed worker, and its nanny restarts it
+    under a new address a moment later, so both must answer."""
+    if "client" not in request.fixturenames:
+        return
+    client = request.getfixturevalue("client")
+    deadline = time.monotonic() + 60
+    while True:
+        answers = client.run(os.getpid, on_error="return")
+        if len(answers) == 2 and all(isinstance(pid, int) for pid in answers.values()):
+            return
+        assert time.monotonic() < deadline, f"the cluster's workers: {answers}"
+        time.sleep(0.1)
+
+
 @pytest.fixture(scope="module")
 def local(a9a_stores):
     """The local solvers' results on the single store, per solver name."""

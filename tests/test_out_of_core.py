@@ -1,7 +1,7 @@
 """Training on a store several times larger than a memory cap (page cache included).
 
 The store is evicted from the page cache and trained in a child process under
-``../shared/bin/run-capped``; its weights must equal those of in-memory training.
+``tools/bin/run-capped``; its weights must equal those of in-memory training.
 """
 
 import os
@@ -17,7 +17,7 @@ from streamssvm.data import InMemorySource, Store, StoreWriter
 from streamssvm.objective import SmoothSVMObjective
 from streamssvm.solvers import ConvergenceWarning, tron
 
-BIN = Path(__file__).resolve().parents[2] / "shared" / "bin"
+BIN = Path(__file__).resolve().parents[1] / "tools" / "bin"  # run-capped and evict
 CAP_MB = 300
 ROWS, NNZ_PER_ROW, FEATURES, BLOCK_ROWS = 1_250_000, 100, 20_000, 5_000
 MAX_ITER = 2
@@ -84,7 +84,7 @@ def assert_trains_like_memory(store, got, block_rows=BLOCK_ROWS):
     assert np.linalg.norm(got - expected) <= 1e-10 * np.linalg.norm(expected)
 
 
-@pytest.mark.skipif(not (BIN / "run-capped").exists(), reason="../shared/bin/run-capped not found")
+@pytest.mark.skipif(not (BIN / "run-capped").exists(), reason="tools/bin/run-capped not found")
 def test_store_larger_than_the_memory_cap_trains_like_memory(tmp_path):
     store = tmp_path / "big.h5"
     make_store(store)
@@ -93,7 +93,7 @@ def test_store_larger_than_the_memory_cap_trains_like_memory(tmp_path):
     assert_trains_like_memory(store, capped_tron(tmp_path, store))
 
 
-@pytest.mark.skipif(not (BIN / "run-capped").exists(), reason="../shared/bin/run-capped not found")
+@pytest.mark.skipif(not (BIN / "run-capped").exists(), reason="tools/bin/run-capped not found")
 def test_rows_whose_vectors_outgrow_the_cap_train_like_memory(tmp_path):
     """Many rows of two nonzeros: TRON's vectors of the rows (margins and curvature of the
     point and the trial, 80 MB each) do not fit in the cap; they go to
@@ -116,7 +116,7 @@ print(available_memory_bytes())
 """
 
 
-@pytest.mark.skipif(not (BIN / "run-capped").exists(), reason="../shared/bin/run-capped not found")
+@pytest.mark.skipif(not (BIN / "run-capped").exists(), reason="tools/bin/run-capped not found")
 def test_page_cache_of_a_streamed_file_leaves_headroom(tmp_path):
     """Under a cap that counts the page cache, a process that has read a file twice the
     cap still has memory to plan with: the cache it filled can be dropped."""
@@ -164,7 +164,7 @@ GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
 
 
 @pytest.mark.skipif(not (GLIBC and (BIN / "run-capped").exists()),
-                    reason="glibc's allocator, /proc/self/status, ../shared/bin/run-capped")
+                    reason="glibc's allocator, /proc/self/status, tools/bin/run-capped")
 def test_memory_freed_by_earlier_work_counts_as_available_under_a_cap():
     """What a process freed but its allocator kept (earlier trainings' blocks) is handed
     back before the free memory is measured when it is a noticeable part of it, so the

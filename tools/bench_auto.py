@@ -7,8 +7,8 @@ picks. The shapes: the given svmlight files, and, with --cut, the first of them 
 keeps the text's statistics while n_features / n_samples moves from tall to wide.
 
 Example:
-    python tools/bench_auto.py ../shared/data/a9a.svm.xz ../shared/data/w8a.svm.xz \
-        ../shared/data/ijcnn1.svm.xz bench-data/news20.train.svm \
+    python tools/bench_auto.py tests/data/a9a.svm.xz tests/data/w8a.svm.xz \
+        tests/data/ijcnn1.svm.xz bench-data/news20.train.svm \
         --cut-from bench-data/news20.train.svm --cut 500,2000,6000,20000,100000
 """
 
@@ -23,6 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import bench_output  # noqa: E402
 from bench_solvers import load  # noqa: E402
 from tool_args import existing_file  # noqa: E402
 
@@ -47,7 +48,9 @@ def column_cut(X, y, k):
 
 
 def compare(name, X, y, lams):
+    """Print and return one row per lambda and loss: both solvers' seconds and auto's pick."""
     n, d = X.shape
+    rows = []
     for lam in lams:
         for loss, sigma in LOSSES:
             seconds = {}
@@ -66,6 +69,24 @@ def compare(name, X, y, lams):
                             for s in ("newton", "sdca"))
                   + f"{seconds['sdca'][0] / seconds['newton'][0]:>8.2f}  {auto:<7}"
                   + ("" if auto == faster else " (slower)"), flush=True)
+            rows.append(dict(data=name, d_over_n=d / n, lam=lam, loss=label,
+                             newton_seconds=seconds["newton"][0],
+                             newton_converged=bool(seconds["newton"][1]),
+                             sdca_seconds=seconds["sdca"][0],
+                             sdca_converged=bool(seconds["sdca"][1]),
+                             ratio=seconds["sdca"][0] / seconds["newton"][0], auto=auto,
+                             auto_slower=auto != faster))
+    return rows
+
+
+def headline(rows):
+    """The README's row: how often auto picked the slower solver, and by how much."""
+    slower = [max(r["newton_seconds"], r["sdca_seconds"]) / min(r["newton_seconds"],
+                                                                r["sdca_seconds"])
+              for r in rows if r["auto_slower"]]
+    return [{"what": "solver auto against the faster of Newton and SDCA",
+             "result": f"the slower in {len(slower)} of {len(rows)} cases"
+                       + (f", by at most {max(slower):.2f}x" if slower else "")}]
 
 
 def _numbers(kind, valid, what):
@@ -97,6 +118,7 @@ def main(argv=None):
     p.add_argument("--cut-from", type=existing_file,
                    help="svmlight file to cut to its most frequent columns (default: the "
                         "first TRAIN file)")
+    p.add_argument("--json", help="where to write the figures (default benchmarks/auto.json)")
     args = p.parse_args(argv)
     if args.cut_from and not args.cut:
         p.error("argument --cut-from: needs --cut (the column counts to cut it to)")
@@ -109,14 +131,16 @@ def main(argv=None):
                              max_iter=1, progress=False)
     print(f"{'data':<16}{'d / n':>9}{'lambda':>8}  {'loss':<16}{'newton s':>9}{'sdca s':>9}"
           f"{'ratio':>8}  auto      (* = not converged; ratio = SDCA / Newton)")
+    rows = []
     for path in args.train:
         X, y = load(path)
-        compare(os.path.basename(path).split(".")[0], X, y, args.lams)
+        rows += compare(os.path.basename(path).split(".")[0], X, y, args.lams)
     if args.cut:
         X, y = load(args.cut_from or args.train[0])
         for k in args.cut:
             Xk, yk = column_cut(X, y, k)
-            compare(f"cut to {k}", Xk, yk, args.lams)
+            rows += compare(f"cut to {k}", Xk, yk, args.lams)
+    print("wrote", bench_output.write("auto", rows, args.json))
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import bench_output  # noqa: E402
 from tool_args import existing_file  # noqa: E402
 from streamssvm.data.convert import convert_svmlight  # noqa: E402  (this checkout's package)
 from streamssvm.data.store import Store, write_store  # noqa: E402
@@ -49,6 +50,8 @@ def main(argv=None):
     parser.add_argument("--passes", type=int, default=7, help="timed passes (>= 1)")
     parser.add_argument("--workdir", help="keep the stores here, created if missing "
                         "(default: a temporary folder)")
+    parser.add_argument("--json",
+                        help="where to write the figures (default benchmarks/checksums.json)")
     args = parser.parse_args(argv)
     if args.passes < 1:
         parser.error(f"argument --passes: must be >= 1, got {args.passes}")
@@ -74,8 +77,8 @@ def main(argv=None):
     cpu = {key: [] for key in times}
     for repeat in range(args.passes + 1):  # the first round warms caches and compiles
         for name, store in stores.items():
-            for what, run in (("read", lambda: read_pass(store)),
-                              ("evaluate", lambda: objectives[name].evaluate(w))):
+            for what, run in (("read", lambda store=store: read_pass(store)),
+                              ("evaluate", lambda name=name: objectives[name].evaluate(w))):
                 t0, c0 = time.perf_counter(), time.process_time()
                 run()
                 if repeat:
@@ -83,6 +86,7 @@ def main(argv=None):
                     cpu[name, what].append(time.process_time() - c0)
     print(f"{args.svmlight}: {nnz:,} nonzeros in {n_blocks} blocks, store "
           f"{os.path.getsize(paths['none']) / 1e6:.1f} MB; best and median of {args.passes}")
+    rows = []
     for what in ("read", "evaluate"):
         base = statistics.median(cpu["none", what])
         for name in stores:
@@ -90,10 +94,17 @@ def main(argv=None):
             print(f"  {what:<8} {name:<18} wall best {min(seconds) * 1e3:6.1f} ms, median "
                   f"{statistics.median(seconds) * 1e3:6.1f} ms; CPU median "
                   f"{cpu_seconds * 1e3:6.1f} ms ({100 * (cpu_seconds / base - 1):+4.0f}%)")
+            rows.append(dict(measured=what, checksums=name, wall_best_ms=min(seconds) * 1e3,
+                             wall_median_ms=statistics.median(seconds) * 1e3,
+                             cpu_median_ms=cpu_seconds * 1e3,
+                             cpu_over_none=cpu_seconds / base))
     for store in stores.values():
         store.close()
     if not args.workdir:
         shutil.rmtree(workdir)
+    print("wrote", bench_output.write("checksums", dict(nonzeros=nnz, blocks=n_blocks,
+                                                        passes=args.passes, rows=rows),
+                                      args.json))
     return 0
 
 

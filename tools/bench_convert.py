@@ -45,12 +45,12 @@ import time
 import bench_output
 import make_synthetic
 from bench_vw import to_vw
-from tool_args import REPO_ROOT, existing_file
+from tool_args import BIN, REPO_ROOT, existing_file
 
 sys.path.insert(0, REPO_ROOT)  # the repository's streamssvm, here and in the children (this file)
 DEFAULT_WORK_DIR = os.path.join(REPO_ROOT, "bench-data")
-RUN_CAPPED = "/work/shared/bin/run-capped"
-EVICT = "/work/shared/bin/evict"
+RUN_CAPPED = os.path.join(BIN, "run-capped")
+EVICT = os.path.join(BIN, "evict")
 MB = 1e6
 
 
@@ -252,7 +252,8 @@ def side_by_side(src, args, options, work_dir):
                "sklearn": sk, "vw": vw}
     if ours["completed"]:
         print(f"ours: the converter's own figure: {ours['reported_mb_per_s']:,.1f} MB/s "
-              f"({ours['reported_seconds']:.2f} s); store/text {ours['store_bytes'] / text_bytes:.3f},"
+              f"({ours['reported_seconds']:.2f} s); "
+              f"store/text {ours['store_bytes'] / text_bytes:.3f},"
               f" {ours['store_bytes'] / max(ours['nnz'], 1):.2f} bytes per nonzero")
     if sk is not None and sk["completed"] and ours["completed"]:
         ratio = sk["seconds"] / ours["seconds"]
@@ -411,6 +412,16 @@ def main(argv=None):
           f"times vary)")
     print("wrote", bench_output.write("convert", results, args.json))
     return results
+
+
+def headline(results):
+    """The README's row: our converter's speed against scikit-learn's loader."""
+    side = results.get("side_by_side") or {}
+    if "ratio" not in side:
+        return []
+    return [{"what": "svmlight text to a store, against scikit-learn's load_svmlight_file",
+             "result": f"{side['ratio']:.2f}x as fast "
+                       f"({side['text_bytes'] / MB / side['ours']['seconds']:,.0f} MB/s of text)"}]
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ sys.path.insert(0, ROOT)
 
 from streamssvm import Store, convert_svmlight  # noqa: E402
 from streamssvm.objective import SmoothSVMObjective  # noqa: E402
+import bench_output  # noqa: E402
 from tool_args import existing_file, existing_store  # noqa: E402
 
 
@@ -48,9 +49,14 @@ def timed(fn, repeats):
     return statistics.median(times), min(times), max(times)
 
 
-def show(label, stats):
-    """Print (median, min, max) seconds, and the workers' CPU seconds if given."""
+def show(label, stats, rows):
+    """Print (median, min, max) seconds, and the workers' CPU seconds if given; append them
+    to ``rows`` as one row."""
     median, lo, hi = stats[:3]
+    row = dict(measured=label, median_seconds=median, min_seconds=lo, max_seconds=hi)
+    if len(stats) > 3:
+        row.update(busiest_worker_cpu_seconds=stats[3], all_workers_cpu_seconds=stats[4])
+    rows.append(row)
     cpu = f"; CPU {stats[3]:.4f} s on the busiest worker, {stats[4]:.4f} on all" \
         if len(stats) > 3 else ""
     print(f"  {label:<44} {median:7.4f} s  (min {lo:.4f}, max {hi:.4f}){cpu}")
@@ -73,19 +79,19 @@ def pass_times(objective, w, s, repeats, cpu=None):
     return out
 
 
-def section_local(store, w, s, args):
+def section_local(store, w, s, args, rows):
     print(f"(a) local objective, {store.path}")
     out = {}
     for threads in (1, 2):
         objective = SmoothSVMObjective(store, args.loss, args.lam, n_threads=threads,
                                        cache_curved=False)
         evaluate, hessp = pass_times(objective, w, s, args.repeats)
-        out[threads] = (show(f"evaluate, {threads} thread(s)", evaluate),
-                        show(f"hessp (streamed), {threads} thread(s)", hessp))
+        out[threads] = (show(f"evaluate, {threads} thread(s)", evaluate, rows),
+                        show(f"hessp (streamed), {threads} thread(s)", hessp, rows))
     return out
 
 
-def section_dask(path, w, s, args):
+def section_dask(path, w, s, args, rows):
     from distributed import Client, LocalCluster
 
     from streamssvm.distributed import DaskObjective, DaskStores
@@ -100,14 +106,14 @@ def section_dask(path, w, s, args):
                                       cache_curved=False)
             evaluate, hessp = pass_times(objective, w, s, args.repeats,
                                          cpu=lambda: client.run(time.process_time))
-            out[n_workers] = (show(f"evaluate, {n_workers} worker(s)", evaluate),
-                              show(f"hessp (streamed), {n_workers} worker(s)", hessp))
+            out[n_workers] = (show(f"evaluate, {n_workers} worker(s)", evaluate, rows),
+                              show(f"hessp (streamed), {n_workers} worker(s)", hessp, rows))
     print(f"  scaling 1 -> 2 workers: evaluate {out[1][0] / out[2][0]:.2f}x, "
           f"hessp {out[1][1] / out[2][1]:.2f}x")
     return out
 
 
-def section_reduction(args):
+def section_reduction(args, rows):
     """(c): the sum of one d-vector per worker, two ways, and the broadcast."""
     from distributed import Client, LocalCluster
 
@@ -121,7 +127,7 @@ def section_reduction(args):
                           dashboard_address=None) as cluster, Client(cluster) as client:
             workers = sorted(client.nthreads())
 
-            def held_parts():
+            def held_parts(workers=workers):
                 """One (loss, vector, counts) per worker, computed and held there."""
                 futures = [client.submit(
                     lambda seed: (0.0, np.random.default_rng(seed).random(d), {}), k,
@@ -152,10 +158,12 @@ def section_reduction(args):
                               ("gather all to the driver, add there", driver)):
                 fn()
                 times = [fn() for _ in range(args.repeats)]
-                show(label, (statistics.median(times), min(times), max(times)))
-            show("broadcast one d-vector to every worker",
-                 timed(lambda: client.scatter(vector, workers=workers, broadcast=True,
-                                              hash=False).result(), args.repeats))
+                show(f"{label}, {n_workers} workers",
+                     (statistics.median(times), min(times), max(times)), rows)
+            show(f"broadcast one d-vector to every worker, {n_workers} workers",
+                 timed(lambda workers=workers: client.scatter(
+                     vector, workers=workers, broadcast=True, hash=False).result(),
+                     args.repeats), rows)
 
 
 def main(argv=None):
@@ -172,12 +180,32 @@ def main(argv=None):
                     help="cluster sizes for (c) (default 2 4; 4 oversubscribes 2 cores, "
                          "but the sums are bound by transfers)")
     ap.add_argument("--skip-passes", action="store_true", help="only (c)")
+    ap.add_argument("--json",
+                    help="where to write the figures (default benchmarks/distributed.json)")
     args = ap.parse_args(argv)
+    figures = {}
     with tempfile.TemporaryDirectory() as tmp:
         if not args.skip_passes:
-            section_passes(args, tmp)
-    section_reduction(args)
+            figures.update(section_passes(args, tmp))
+    figures["(c) sums of d-vectors"] = []
+    section_reduction(args, figures["(c) sums of d-vectors"])
+    figures["load average at the end"] = os.getloadavg()[0]
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
+    print("wrote", bench_output.write("distributed", figures, args.json))
+
+
+def headline(figures):
+    """The README's row: the scaling from 1 to 2 workers of the busiest worker's CPU
+    seconds per pass (wall times on a shared machine say less)."""
+    rows = {r["measured"]: r for r in figures.get("(b) Dask", [])}
+    out = []
+    for call in ("evaluate", "hessp (streamed)"):
+        one, two = rows.get(f"{call}, 1 worker(s)"), rows.get(f"{call}, 2 worker(s)")
+        if one and two and "busiest_worker_cpu_seconds" in one:
+            scaling = one["busiest_worker_cpu_seconds"] / two["busiest_worker_cpu_seconds"]
+            out.append({"what": f"Dask, {call}: the busiest worker's CPU seconds per pass, "
+                                f"1 worker over 2", "result": f"{scaling:.2f}x"})
+    return out
 
 
 def section_passes(args, tmp):
@@ -197,10 +225,16 @@ def section_passes(args, tmp):
         rng = np.random.default_rng(0)
         w = rng.standard_normal(store.n_features) / np.sqrt(store.n_features)
         s = rng.standard_normal(store.n_features)
-        local = section_local(store, w, s, args)
-    dask = section_dask(path, w, s, args)
+        figures = {"store": dict(rows=store.n_samples, features=store.n_features,
+                                 nonzeros=store.nnz, blocks=store.n_blocks,
+                                 mib=os.path.getsize(path) / 2**20, loss=args.loss,
+                                 lam=args.lam),
+                   "(a) local": [], "(b) Dask": []}
+        local = section_local(store, w, s, args, figures["(a) local"])
+    dask = section_dask(path, w, s, args, figures["(b) Dask"])
     print(f"  2 workers against the local objective with 2 threads: evaluate "
           f"{local[2][0] / dask[2][0]:.2f}x, hessp {local[2][1] / dask[2][1]:.2f}x")
+    return figures
 
 
 if __name__ == "__main__":

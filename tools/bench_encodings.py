@@ -41,13 +41,13 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+import bench_output  # noqa: E402
 from bench_tron import _READ, run_capped  # noqa: E402
-from tool_args import existing_file, existing_store  # noqa: E402
+from tool_args import BIN, existing_file, existing_store  # noqa: E402
 from streamssvm import convert_svmlight, train_stream  # noqa: E402
 from streamssvm.data import RowSubset, Store, StoreWriter, write_store  # noqa: E402
 from streamssvm.objective import SmoothSVMObjective  # noqa: E402
 
-BIN = os.path.join(os.path.dirname(ROOT), "shared", "bin")
 ENCODINGS = [("float32", None, None, "plain"), ("float32", None, None, "lean"),
              ("float64", None, None, "plain"), ("float32", "lzf", None, "plain"),
              ("float32", "gzip", 1, "plain"), ("float32", "gzip", 4, "plain"),
@@ -81,9 +81,12 @@ def section_stored(args, tmp):
     print(f"(a) encodings of the store, one pass of loss + gradient (median of {args.repeats})")
     print(f"{'values':<9}{'encoding':<10}{'compression':<13}{'MB':>9}{'B/nnz':>8}{'warm s':>9}"
           f"{'cold s':>9}{'cold MB/s':>11}")
+    rows = []
     for dtype, compression, level, encoding in ENCODINGS:
         if (compression or "").startswith("blosc") and not importlib.util.find_spec("hdf5plugin"):
             print(f"{dtype:<9}{encoding:<10}{compression:<13}skipped: needs hdf5plugin")
+            rows.append(dict(values=dtype, encoding=encoding, compression=compression,
+                             skipped="needs hdf5plugin"))
             continue
         path = os.path.join(tmp, f"{dtype}-{compression}-{level}-{encoding}.h5")
         convert_svmlight(args.train, path, value_dtype=dtype, compression=compression,
@@ -96,7 +99,11 @@ def section_stored(args, tmp):
         label = f"{compression or 'none'}{'-' + str(level) if level else ''}"
         print(f"{dtype:<9}{encoding:<10}{label:<13}{size / 1e6:>9.1f}{size / nnz:>8.2f}{warm:>9.3f}"
               f"{cold:>9.3f}{size / 1e6 / cold:>11.0f}")
+        rows.append(dict(values=dtype, encoding=encoding, compression=label, mb=size / 1e6,
+                         bytes_per_nonzero=size / nnz, warm_seconds=warm, cold_seconds=cold,
+                         cold_mb_per_s=size / 1e6 / cold))
         os.unlink(path)
+    return rows
 
 
 def section_unbuilt(args, tmp):
@@ -109,6 +116,8 @@ def section_unbuilt(args, tmp):
     half = data.astype(np.float16).astype(np.float32)
     finite = np.isfinite(half)
     rel = np.abs(half[finite] - data[finite]) / np.maximum(np.abs(data[finite]), 1e-30)
+    figures = dict(float16_overflows=int(np.count_nonzero(~finite)),
+                   float16_largest_relative_error=float(rel.max()))
     print(f"float16 values: {np.count_nonzero(~finite)} overflow to inf; largest relative "
           f"error {rel.max():.2e} (2 B/nnz instead of 4)")
     rounded = X.copy()
@@ -120,9 +129,13 @@ def section_unbuilt(args, tmp):
         with Store(test_store) as s:
             test = s.read_rows(0, s.n_samples)
     for name, matrix in (("float32", X), ("float16-rounded", rounded)):
-        m = train_stream(matrix, y, loss="psi_g", sigma=2**-3, lam=1e-5, progress=False)
+        m = train_stream(matrix, y, loss="psi_g", sigma=2**-3, lam=1e-5, solver="tron",
+                         progress=False)
         acc = f", test accuracy {m.score(*test):.4f}" if test else ""
         print(f"  TRON psi_G on {name:<16} objective {m.params['objective']:.10g}{acc}")
+        figures[f"objective on {name}"] = m.params["objective"]
+        if test:
+            figures[f"test accuracy on {name}"] = m.score(*test)
     lengths = np.diff(X.indptr)
     nonempty = X.indptr[:-1][lengths > 0]
     same = np.ones(len(lengths), bool)
@@ -138,6 +151,10 @@ def section_unbuilt(args, tmp):
     print(f"column indices as LEB128 varints of the gaps: {varint_bytes(gaps) / X.nnz:.2f} "
           f"B/nnz; as the lean encoding's 16-bit gaps "
           f"{2 + 6 * np.count_nonzero(gaps >= 1 << 16) / X.nnz:.2f} (int32: 4)")
+    figures.update(rows_of_equal_values=float(np.mean(same)), their_nonzeros=float(share),
+                   varint_bytes_per_nonzero=varint_bytes(gaps) / X.nnz,
+                   lean_gap_bytes_per_nonzero=2 + 6 * np.count_nonzero(gaps >= 1 << 16) / X.nnz)
+    return figures
 
 
 _PASSES = r"""
@@ -209,7 +226,7 @@ def section_out_of_core(args):
           f"{args.repeats} passes (each evicted) in each of {args.rounds} alternating rounds")
     variants = [("lean", None)] + [(encoding, compression) for compression in args.compression
                                    for encoding in ("plain", "lean")]
-    made = []
+    made, runs = [], []
     try:
         for store in args.ooc_store:
             if args.ooc_blocks:
@@ -234,10 +251,11 @@ def section_out_of_core(args):
                             print(f"  reads cannot be limited to {rate} MB/s here (no "
                                   f"writable blkio cgroup): skipped")
                             continue
-                        compare_passes(args, stores, nnz, rate)
+                        runs.append(compare_passes(args, stores, nnz, rate))
     finally:
         for path in made:
             os.unlink(path)
+    return runs
 
 
 def first_blocks(store, n_blocks):
@@ -264,11 +282,17 @@ def compare_passes(args, stores, nnz, rate):
           f"{f'; reads limited to {rate} MB/s' if rate else ''})")
     print(f"  {'store':<44}{'GB':>6}{'B/nnz':>7}{'pass s':>8}{'GB/s':>7}{'x disk':>8}"
           f"{'x first':>9}")
+    rows = []
     for path in stores:
         size, seconds = os.path.getsize(path), min(best[path])
         print(f"  {os.path.basename(path):<44}{size / 1e9:>6.2f}{size / nnz:>7.2f}"
               f"{seconds:>8.2f}{size / seconds / 1e9:>7.2f}{size / seconds / disk:>8.2f}"
               f"{seconds / min(best[stores[0]]):>9.2f}")
+        rows.append(dict(store=os.path.basename(path), gb=size / 1e9,
+                         bytes_per_nonzero=size / nnz, pass_seconds=seconds,
+                         gb_per_s=size / seconds / 1e9, over_disk=size / seconds / disk,
+                         over_first=seconds / min(best[stores[0]])))
+    return dict(disk_limit_mb_per_s=rate or None, disk_gb_per_s=disk / 1e9, stores=rows)
 
 
 def main(argv=None):
@@ -289,15 +313,18 @@ def main(argv=None):
                         "is; cgroup v1 blkio, as root)")
     p.add_argument("--cap-mb", type=int, default=500)
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--json", help="where to write the figures (default benchmarks/encodings.json)")
     args = p.parse_args(argv)
+    figures = {}
     print("command: python " + " ".join([os.path.relpath(__file__, ROOT)] + (argv or sys.argv[1:])))
     with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(args.train))) as tmp:
         if "a" in args.sections:
-            section_stored(args, tmp)
+            figures["(a) encodings of the store"] = section_stored(args, tmp)
         if "b" in args.sections:
-            section_unbuilt(args, tmp)
+            figures["(b) encodings the format does not have"] = section_unbuilt(args, tmp)
     if "c" in args.sections:
-        section_out_of_core(args)
+        figures["(c) out of core"] = section_out_of_core(args)
+    print("wrote", bench_output.write("encodings", figures, args.json))
 
 
 if __name__ == "__main__":

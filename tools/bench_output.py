@@ -6,6 +6,7 @@ import datetime
 import json
 import os
 import platform
+import runpy
 import sys
 from importlib import metadata
 
@@ -35,9 +36,14 @@ def machine():
 
 
 def versions():
-    """Installed versions of the packages a benchmark compares (None: not installed)."""
+    """Versions of the packages a benchmark compares (None: not installed); streamssvm's is
+    this checkout's (the tools run the repository's package, whichever is installed)."""
     found = {}
     for name in PACKAGES:
+        if name == "streamssvm":
+            version = os.path.join(REPO_ROOT, "streamssvm", "_version.py")
+            found[name] = runpy.run_path(version)["__version__"]
+            continue
         try:
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

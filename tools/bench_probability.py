@@ -17,12 +17,11 @@ max(min(#pos, #neg), 1) / n) except LinearSVC (its own default tol). Accuracy is
 the most probable class. Prints a table and writes it as JSON.
 
 Example:
-    python tools/bench_probability.py --output bench-probability.json
-    python tools/bench_probability.py --pair w8a ../shared/data/w8a.svm.xz W8A_TEST.svm.xz
+    python tools/bench_probability.py                 # writes benchmarks/probability.json
+    python tools/bench_probability.py --pair w8a tests/data/w8a.svm.xz W8A_TEST.svm.xz
 """
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -34,6 +33,7 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(ROOT))
 sys.path.insert(0, ROOT)
 
+import bench_output  # noqa: E402
 from tool_args import existing_file  # noqa: E402
 
 from streamssvm import ConvergenceWarning, Store, calibrated, convert_svmlight  # noqa: E402
@@ -130,7 +130,8 @@ def synthetic_pair(folder, rows):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--output", default="bench-probability.json", help="JSON file to write")
+    p.add_argument("--json",
+                   help="where to write the figures (default benchmarks/probability.json)")
     p.add_argument("--lam", type=float, default=1e-5, help="lambda (default %(default)s)")
     p.add_argument("--sigma", type=float, default=2.0 ** -3, help="psi_g's sigma")
     p.add_argument("--synthetic-rows", type=int, default=40000,
@@ -157,9 +158,21 @@ def main(argv=None):
                 sigmoid = "".join(f"{row[k]:>10.4g}" for k in ("A", "B") if k in row)
                 print(f"{method:<30}{row['log_loss']:>10.5f}{row['brier']:>9.5f}"
                       f"{row['accuracy']:>10.4f}{sigmoid}")
-    with open(args.output, "w") as fh:
-        json.dump(report, fh, indent=1)
-    print(f"\nwrote {args.output}")
+    print("\nwrote", bench_output.write("probability", report, args.json))
+
+
+def headline(report):
+    """The README's rows: on each data set, the log loss of psi_G with Platt's sigmoid and
+    of our logistic loss against LIBLINEAR's logistic regression (-s 0 -b 1)."""
+    rows = []
+    for name, result in report.items():
+        methods = result["methods"]
+        peer = methods["liblinear -s 0 -b 1"]["log_loss"]
+        for method in ("logistic", "psi_g + Platt"):
+            rows.append({"what": f"log loss of {method} on {name}'s test rows, against "
+                                 f"LIBLINEAR -s 0 -b 1",
+                         "result": f"{methods[method]['log_loss']:.4f} against {peer:.4f}"})
+    return rows
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ Prints, on one training file:
       thread's X w in storage order and in a random row order (floors), and the random
       order cut between all threads (the floor of an epoch that splits its dots);
   (b) (with --ooc STORE) seconds per SGD epoch from a store evicted from the page cache,
-      under ../shared/bin/run-capped with --cap-mb, with the store's size over the cap and
+      under tools/bin/run-capped with --cap-mb, with the store's size over the cap and
       the peak memory;
   (c) the objective against passes and against seconds for every solver on the training
       file, each for --budget seconds (f - f*, f* certified by SDCA's duality gap), as a
@@ -34,14 +34,14 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+import bench_output  # noqa: E402
 from streamssvm import ConvergenceWarning, OnlineTrainer, convert_svmlight  # noqa: E402
 from streamssvm.data import InMemorySource, Store  # noqa: E402
 from streamssvm.kernels.linear import _share, prefetch_rows, row_dot  # noqa: E402
 from streamssvm.objective import SmoothSVMObjective  # noqa: E402
 from streamssvm.solvers import SOLVERS, STOCHASTIC  # noqa: E402
-from tool_args import existing_file, existing_store, repo_env  # noqa: E402
+from tool_args import BIN, existing_file, existing_store, repo_env  # noqa: E402
 
-BIN = os.path.join(os.path.dirname(ROOT), "shared", "bin")
 
 
 def load(path):
@@ -144,7 +144,7 @@ def solver_curves(X, y, loss, lam, budget):
         f_star = reference.f - reference.history[-1]["gap"]  # the dual: a lower bound
     else:
         f_star = SOLVERS["tron"](objective, tol=1e-8).f
-    curves = {}
+    curves, rows = {}, []
     for name in SOLVERS:
         objective = SmoothSVMObjective(source, loss, lam)
         options = dict(max_iter=10**6, max_seconds=budget)
@@ -156,9 +156,11 @@ def solver_curves(X, y, loss, lam, budget):
         points = [(h["passes"], h["seconds"], h["f"] - f_star) for h in result.history
                   if h.get("f") is not None and h.get("accepted", True)]
         curves[name] = points
+        rows.append(dict(solver=name, iterations=result.n_iter, passes=result.passes,
+                         seconds=result.seconds, relative_gap=(result.f - f_star) / f_star))
         print(f"  {name:8s} {result.n_iter:6d} it {result.passes:6d} passes "
               f"{result.seconds:8.2f} s  (f - f*)/f* = {(result.f - f_star) / f_star:.2e}")
-    return f_star, curves
+    return f_star, curves, rows
 
 
 def plot(curves, f_star, title, path):
@@ -200,7 +202,9 @@ def main(argv=None):
     p.add_argument("--budget", type=float, default=30.0, help="seconds per solver in (c)")
     p.add_argument("--plot", metavar="PNG")
     p.add_argument("--sections", default="a,b,c")
+    p.add_argument("--json", help="where to write the figures (default benchmarks/solvers.json)")
     args = p.parse_args(argv)
+    figures = {}
     sections = set(args.sections.split(","))
     X, y = load(args.train)
     print(f"{args.train}: {X.shape[0]} x {X.shape[1]}, {X.nnz} nonzeros, lambda {args.lam}")
@@ -212,12 +216,16 @@ def main(argv=None):
               + ", ".join(f"{name} {t:.4f} s ({t / theirs:.2f}x)" for name, t in best.items())
               + f"; objective after {args.epochs} epochs: "
               + ", ".join(f"{name} {value:.5f}" for name, value in f.items()))
+        rows = [dict(method=name, best_seconds=t, ratio=t / theirs, objective=f[name])
+                for name, t in best.items()]
         for name in times:
             if name == "scikit-learn":
                 continue
             ratios = sorted(a / b for a, b in zip(times[name], times["scikit-learn"]))
             print(f"    {name} / scikit-learn in each round: "
                   + " ".join(f"{r:.2f}" for r in ratios) + f", median {np.median(ratios):.2f}")
+            next(r for r in rows if r["method"] == name).update(
+                round_ratios=ratios, median_ratio=float(np.median(ratios)))
         floor = dot_floor(X, args.epochs)
         order = np.random.default_rng(0).permutation(X.shape[0])
         shuffled = dot_floor(X, args.epochs, order)
@@ -230,18 +238,38 @@ def main(argv=None):
         print(f"    {threads} threads' dots in that order (the floor of an epoch that splits its "
               f"dots) {split:.4f} s, {split / theirs:.2f}x scikit-learn; "
               + ", ".join(f"{name} {best[name] / split:.2f}x it" for name in shared))
+        figures[SECTIONS["a"]] = dict(epochs=args.epochs, rounds=args.rounds, methods=rows,
+                                      floor_seconds=floor, shuffled_floor_seconds=shuffled,
+                                      threads=threads, split_floor_seconds=split)
     if "b" in sections and args.ooc:
         size_mb = os.path.getsize(args.ooc) / 2**20
         seconds, peak = ooc_epoch(args.ooc, args.cap_mb, args.lam, 1)
         print(f"(b) SGD hinge epoch out of core: {args.ooc} ({size_mb:.0f} MB, "
               f"{size_mb / args.cap_mb:.1f}x the {args.cap_mb} MB cap): {seconds:.2f} s, "
               f"{size_mb / seconds:.0f} MB/s, peak {peak} MB")
+        figures[SECTIONS["b"]] = dict(store_mb=size_mb, cap_mb=args.cap_mb, seconds=seconds,
+                                      mb_per_s=size_mb / seconds, peak_mb=peak)
     if "c" in sections:
         print(f"(c) objective {args.loss} by solver:")
-        f_star, curves = solver_curves(X, y, args.loss, args.lam, args.budget)
+        f_star, curves, rows = solver_curves(X, y, args.loss, args.lam, args.budget)
+        figures[SECTIONS["c"]] = dict(loss=args.loss, budget_seconds=args.budget,
+                                      f_star=f_star, solvers=rows)
         if args.plot:
             plot(curves, f_star, f"{os.path.basename(args.train)}, {args.loss}, "
                  f"lambda = {args.lam:g}", args.plot)
+    print("wrote", bench_output.write("solvers", figures, args.json))
+
+
+SECTIONS = {"a": "SGD epoch in memory", "b": "SGD epoch out of core",
+            "c": "objective by solver"}
+
+
+def headline(figures):
+    """The README's rows: each of our SGD epochs (a) against scikit-learn's SGDClassifier."""
+    sgd = figures.get(SECTIONS["a"])
+    return [{"what": f"SGD epoch (hinge), {r['method']}, against scikit-learn's SGDClassifier",
+             "result": f"{r['ratio']:.2f}x ({r['best_seconds'] * 1e3:.1f} ms)"}
+            for r in (sgd["methods"] if sgd else []) if r["method"] != "scikit-learn"]
 
 
 if __name__ == "__main__":

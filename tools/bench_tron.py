@@ -12,7 +12,7 @@ Prints, on one training file (and its test file):
   (c) pass rate: nonzeros per second of a Hessian-vector pass read from the store against
       the same kernel on the in-memory matrix;
   (d) out of core (with --ooc): a store several times larger than a memory cap, evicted from
-      the page cache, trained under ../shared/bin/run-capped: a pass's rate (store bytes
+      the page cache, trained under tools/bin/run-capped: a pass's rate (store bytes
       per second) against the disk's read rate measured just before it, in pairs, the time to
       eps = 0.01 of TRON, line-search Newton, subsampled Newton and SDCA, each in its own
       capped process evicted first (as a user's training runs), and its peak memory;
@@ -45,9 +45,9 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 from streamssvm import ConvergenceWarning, convert_svmlight, train_stream  # noqa: E402
 from streamssvm.data import InMemorySource, Store  # noqa: E402
 from streamssvm.objective import SmoothSVMObjective  # noqa: E402
-from tool_args import existing_file, existing_store, repo_env  # noqa: E402
+import bench_output  # noqa: E402
+from tool_args import BIN, existing_file, existing_store, repo_env  # noqa: E402
 
-BIN = os.path.join(os.path.dirname(ROOT), "shared", "bin")
 
 
 def load_matrix(store_path):
@@ -119,12 +119,13 @@ def section_like_for_like(args, store, X, y, Xt, yt):
           f"{'obj peer':>14}")
     src = InMemorySource(X, y)
     threads = max(args.threads)
+    rows = []
     for loss, solver in (("squared_hinge", 2), ("logistic", 0)):
-        runs = {"peer": lambda: liblinear_train(X, y, solver, args.lam, args.eps)}
+        runs = {"peer": lambda solver=solver: liblinear_train(X, y, solver, args.lam, args.eps)}
         for label, n, options in ([("tron", n, {}) for n in args.threads]
                                   + [("tron+bt", threads, dict(backtrack=True)),
                                      ("newton", threads, {})]):
-            def run(label=label, n=n, options=options):
+            def run(label=label, n=n, options=options, loss=loss):
                 m = ours(store, loss, None, args.lam, args.eps, n, solver=label.split("+")[0],
                          **options)
                 return m.params["seconds"], m
@@ -137,12 +138,18 @@ def section_like_for_like(args, store, X, y, Xt, yt):
             seconds, m = best(results)
             p = m.params
             cg = sum(e["cg_steps"] for e in m.history)
+            rows.append(dict(loss=loss, peer=f"LIBLINEAR -s {solver}", peer_seconds=peer_s,
+                             seconds=seconds, ratio=seconds / peer_s,
+                             round_ratios=ratio_range(results, peer), solver=label, threads=n,
+                             iterations=p["n_iter"], cg_steps=cg, passes=p["passes"],
+                             objective=p["objective"], peer_objective=peer_obj))
             print(f"{loss:<14}{'LIBLINEAR -s %d' % solver:<16}{peer_s:>9.3f}{seconds:>9.3f}"
                   f"{seconds / peer_s:>8.2f}{ratio_range(results, peer):>11}"
                   f"{label:>8}{n:>4}{p['n_iter']:>6}{cg:>5}{p['passes']:>7}"
                   f"{p['objective']:>14.8g}{peer_obj:>14.8g}")
     print("tron+bt: TRON with backtracking along rejected steps (backtrack=True); "
           "ratio = ours / LIBLINEAR (target <= 0.6)")
+    return rows
 
 
 def section_paper_losses(args, store, X, y, Xt, yt):
@@ -152,17 +159,26 @@ def section_paper_losses(args, store, X, y, Xt, yt):
           f"{'cached':>7}{'test acc':>10}")
     print(f"{'LIBLINEAR -s 2':<26}{peer_s:>9.3f}{1.0:>8.2f}{'':>6}{'':>6}{'':>7}{'':>7}"
           f"{accuracy(Xt, yt, peer_w):>10.4f}")
+    rows = [dict(method="LIBLINEAR -s 2", seconds=peer_s, ratio=1.0,
+                 test_accuracy=accuracy(Xt, yt, peer_w))]
     for loss in ("psi_g", "psi_m"):
         for sigma in args.sigmas:
-            runs = [("TRON", {})] + ([("Newton", {"solver": "newton"})] if loss == "psi_g" else [])
+            runs = [("TRON", {"solver": "tron"})]
+            if loss == "psi_g":
+                runs.append(("Newton", {"solver": "newton"}))
             for label, options in runs:
                 m = ours(store, loss, sigma, args.lam, args.eps, None, **options)
                 p, h = m.params, m.history
                 cg = sum(e["cg_steps"] for e in h)
                 name = f"{label} {loss} s=2^{np.log2(sigma):g}"
+                rows.append(dict(method=name, seconds=p["seconds"], ratio=p["seconds"] / peer_s,
+                                 iterations=p["n_iter"], cg_steps=cg, passes=p["passes"],
+                                 cached_sweeps=p.get("cached_sweeps", 0),
+                                 test_accuracy=accuracy(Xt, yt, m.coef_)))
                 print(f"{name:<26}{p['seconds']:>9.3f}{p['seconds'] / peer_s:>8.2f}{p['n_iter']:>6}"
                       f"{cg:>6}{p['passes']:>7}{p.get('cached_sweeps', 0):>7}"
                       f"{accuracy(Xt, yt, m.coef_):>10.4f}")
+    return rows
 
 
 def hv_pass_rate(source, objective_kwargs, repeats):
@@ -183,6 +199,8 @@ def section_pass_rate(args, store, X, y):
     rate_mem = hv_pass_rate(InMemorySource(X, y), {}, args.repeats)
     print(f"store {rate_store / 1e6:.0f} M nonzeros/s, memory {rate_mem / 1e6:.0f} M nonzeros/s, "
           f"ratio {rate_store / rate_mem:.2f} (target >= 0.7)")
+    return dict(store_nonzeros_per_s=rate_store, memory_nonzeros_per_s=rate_mem,
+                ratio=rate_store / rate_mem)
 
 
 _CHILD = r"""
@@ -287,33 +305,49 @@ def section_out_of_core(args):
     print(f"a pass at {np.median(ratios):.2f} of the disk rate (median of {len(ratios)} pairs; "
           f"{ratios[0]:.2f}-{ratios[-1]:.2f}; target >= 0.85); peak memory "
           f"{max(t[2] for t in trials)} MB")
+    figures = dict(store_gb=size / 1e9, cap_mb=args.cap_mb,
+                   pass_over_disk_rate=float(np.median(ratios)),
+                   pairs=[dict(disk_gb_per_s=disk / 1e9, pass_gb_per_s=ours / 1e9, peak_mb=peak)
+                          for disk, ours, peak in trials], solvers=[])
     newton_seconds = None
     for name in _OOC_SOLVERS:
         run, peak = capped(name, newton_seconds or "inf")
         if run is None:
             print(f"{name:<24} died (peak memory {peak} MB, cap {args.cap_mb} MB)")
+            figures["solvers"].append(dict(solver=name, died=True, peak_mb=peak))
             continue
         newton_seconds = run["seconds"] if name == "Newton" else newton_seconds
+        figures["solvers"].append(dict(solver=name, died=False, iterations=run["iters"],
+                                       passes=run["passes"], cached_sweeps=run["cached_sweeps"],
+                                       seconds=run["seconds"], converged=run["converged"],
+                                       objective=run["f"], peak_mb=peak))
         print(f"{name:<24} psi_G sigma=2^-3 to eps 0.01 out of core: {run['iters']} iterations, "
               f"{run['passes']} passes + {run['cached_sweeps']} Hessian products from memory, "
               f"{run['seconds']:.1f} s, {'converged' if run['converged'] else 'NOT converged'}, "
               f"f = {run['f']:.8g}; peak memory {peak} MB (cap {args.cap_mb} MB)")
     print(f"auto picks {r['auto']} for this store ({r['shape'][0]} rows, {r['shape'][1]} "
           f"features)")
+    figures["auto"] = r["auto"]
+    return figures
 
 
 def section_convergence(args, store):
-    print("\n(e) convergence of TRON psi_G (sigma = %g), xi_t = min(0.1, ||grad||)" % args.sigmas[0])
+    print("\n(e) convergence of TRON psi_G (sigma = %g), xi_t = min(0.1, ||grad||)"
+          % args.sigmas[0])
     m = ours(store, "psi_g", args.sigmas[0], args.lam, 1e-10, None, forcing="quadratic", kappa=1.0,
              max_iter=60)
     print(f"{'iter':>5}{'objective':>22}{'||grad||':>12}{'CG':>5}{'log ratio':>11}")
     accepted = [e for e in m.history if e["accepted"]]
+    rows = []
     for prev, e in zip([None] + accepted[:-1], accepted):
         rate = ""
         if prev is not None and prev["grad_norm"] < 1 and e["grad_norm"] > 0:
             rate = f"{np.log(e['grad_norm']) / np.log(prev['grad_norm']):.2f}"
         print(f"{e['iteration']:>5}{e['f']:>22.15g}{e['grad_norm']:>12.3e}{e['cg_steps']:>5}{rate:>11}")
+        rows.append(dict(iteration=e["iteration"], objective=e["f"], grad_norm=e["grad_norm"],
+                         cg_steps=e["cg_steps"], log_ratio=float(rate) if rate else None))
     print("(log ratio = log||g_k+1|| / log||g_k||: about 2 in the quadratic regime)")
+    return rows
 
 
 def _seconds_to(model, target):
@@ -347,9 +381,11 @@ def section_fastest_psi_g(args, store, X, y, Xt, yt):
     runs["auto"] = lambda: to_target("auto", budget=60.0)
     timed = rounds(args.repeats, runs)
     peers = {name: timed.pop(name) for name in list(timed) if name.startswith("LIBLINEAR")}
+    rows = []
     for name, results in peers.items():
         seconds, w = best(results)
         print(f"{name:<34}{seconds:>9.3f} s  test acc {accuracy(Xt, yt, w):.4f}")
+        rows.append(dict(method=name, seconds=seconds, test_accuracy=accuracy(Xt, yt, w)))
     fastest = min(best(results)[0] for results in peers.values())
     fastest_by_round = [min(rs) for rs in zip(*peers.values())]
     for label, options in (("tron", {}), ("tron+bt", dict(backtrack=True)), ("newton", {})):
@@ -361,11 +397,19 @@ def section_fastest_psi_g(args, store, X, y, Xt, yt):
             shown = f"{reached:9.3f} s, {reached / fastest:5.2f}x"
             if len(results) > 1:
                 shown += f" (rounds {ratio_range(results, fastest_by_round)})"
+        rows.append(dict(method=f"ours {label}", solver=m.params["solver"],
+                         seconds=reached if np.isfinite(reached) else None,
+                         ratio=reached / fastest if np.isfinite(reached) else None,
+                         round_ratios=(ratio_range(results, fastest_by_round)
+                                       if len(results) > 1 and np.isfinite(reached) else None),
+                         run_seconds=m.params["seconds"], passes=m.params["passes"],
+                         test_accuracy=accuracy(Xt, yt, m.coef_)))
         print(f"ours {label:<8}{m.params['solver']:<8} to f*(1 + 1e-3): {shown}  "
               f"(run: {m.params['seconds']:.2f} s, {m.params['passes']} passes) test acc "
               f"{accuracy(Xt, yt, m.coef_):.4f}")
     print(f"f* = {f_star:.10g} (SDCA, duality gap {reference.history[-1]['gap']:.1e}, "
           f"{reference.params['n_iter']} epochs); ratio = ours / fastest LIBLINEAR (target <= 1.0)")
+    return dict(sigma=sigma, f_star=f_star, rows=rows)
 
 
 _STARTUP = """
@@ -385,9 +429,50 @@ def section_startup(args):
     print("\n(g) start-up of a second run: import, then the first kernel call")
     times = [subprocess.run([sys.executable, "-c", _STARTUP], env=repo_env(), capture_output=True,
                             text=True, check=True).stdout.split() for _ in range(3)]
+    rows = []
     for label, (imported, total) in zip(("first", "second", "third"), times):
         print(f"{label} run: import {float(imported):.2f} s, import + first kernel "
               f"{float(total):.2f} s (target < 2 s from the second run)")
+        rows.append(dict(run=label, import_seconds=float(imported),
+                         first_kernel_seconds=float(total)))
+    return rows
+
+
+SECTIONS = {"a": "like for like", "b": "the paper's losses", "c": "pass rate",
+            "d": "out of core", "e": "convergence", "f": "psi_G to 1e-3 of the optimum",
+            "g": "start-up"}
+
+
+def headline(figures):
+    """The README's rows: each solver of (a) against LIBLINEAR (its best round), our fastest
+    to psi_G's optimum against LIBLINEAR's fastest (f), a pass out of core against the disk
+    (d), and the second run's start-up (g)."""
+    rows = []
+    for r in figures.get(SECTIONS["a"], []):
+        if r["threads"] == max(x["threads"] for x in figures[SECTIONS["a"]]):
+            rows.append({"what": f"{r['solver']}, {r['loss']}, against {r['peer']} "
+                                 f"({r['threads']} threads)",
+                         "result": f"{r['ratio']:.2f}x ({r['seconds']:.2f} s against "
+                                   f"{r['peer_seconds']:.2f} s)"})
+    fastest = figures.get(SECTIONS["f"])
+    if fastest:
+        ours = [r for r in fastest["rows"] if r["method"].startswith("ours")
+                and r["ratio"] is not None]
+        if ours:
+            top = min(ours, key=lambda r: r["ratio"])
+            rows.append({"what": f"psi_G at sigma 2^{np.log2(fastest['sigma']):g} to 1e-3 of "
+                                 f"the optimum, "
+                                 f"{top['method']} against LIBLINEAR's fastest",
+                         "result": f"{top['ratio']:.2f}x"})
+    ooc = figures.get(SECTIONS["d"])
+    if ooc:
+        rows.append({"what": f"a pass out of core ({ooc['store_gb']:.1f} GB store, "
+                             f"{ooc['cap_mb']} MB memory cap) against the disk's read rate",
+                     "result": f"{ooc['pass_over_disk_rate']:.2f}"})
+    for r in figures.get(SECTIONS["g"], [])[1:2]:
+        rows.append({"what": "start-up of a second run (import and first kernel)",
+                     "result": f"{r['first_kernel_seconds']:.2f} s"})
+    return rows
 
 
 def main(argv=None):
@@ -410,10 +495,13 @@ def main(argv=None):
     parser.add_argument("--sections", default="abcefg",
                         help="which of a, b, c, e, f, g to run (d: --ooc)")
     parser.add_argument("--work", default=os.path.join(ROOT, "bench-data"))
+    parser.add_argument("--json", help="where to write the figures (default benchmarks/tron.json)")
     args = parser.parse_args(argv)
-    args.sigmas = [2.0 ** float(s[2:]) if s.startswith("2^") else float(s) for s in args.sigmas.split(",")]
+    args.sigmas = [2.0 ** float(s[2:]) if s.startswith("2^") else float(s)
+                   for s in args.sigmas.split(",")]
     args.threads = [int(t) for t in args.threads.split(",")]
     print("command: python " + " ".join([os.path.relpath(__file__, ROOT)] + (argv or sys.argv[1:])))
+    figures = {}
 
     with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(args.train))) as tmp:
         store = os.path.join(tmp, "train.h5")
@@ -430,19 +518,20 @@ def main(argv=None):
             warnings.simplefilter("ignore", ConvergenceWarning)
             ours(store, "psi_g", 0.125, args.lam, args.eps, None, max_iter=2)
         if "a" in args.sections:
-            section_like_for_like(args, store, X, y, Xt, yt)
+            figures[SECTIONS["a"]] = section_like_for_like(args, store, X, y, Xt, yt)
         if "b" in args.sections:
-            section_paper_losses(args, store, X, y, Xt, yt)
+            figures[SECTIONS["b"]] = section_paper_losses(args, store, X, y, Xt, yt)
         if "c" in args.sections:
-            section_pass_rate(args, store, X, y)
+            figures[SECTIONS["c"]] = section_pass_rate(args, store, X, y)
         if "e" in args.sections:
-            section_convergence(args, store)
+            figures[SECTIONS["e"]] = section_convergence(args, store)
         if "f" in args.sections:
-            section_fastest_psi_g(args, store, X, y, Xt, yt)
+            figures[SECTIONS["f"]] = section_fastest_psi_g(args, store, X, y, Xt, yt)
     if "g" in args.sections:
-        section_startup(args)
+        figures[SECTIONS["g"]] = section_startup(args)
     if args.ooc:
-        section_out_of_core(args)
+        figures[SECTIONS["d"]] = section_out_of_core(args)
+    print("wrote", bench_output.write("tron", figures, args.json))
 
 
 if __name__ == "__main__":

@@ -21,8 +21,9 @@ sampled by its closed-form inverse CDF so that a draw touches no table), and
 ranks are mapped to feature indices by a random permutation, so frequent features are spread
 over the whole index range as in a real vocabulary. Each row has a target length ``k`` drawn
 uniformly from ``[min_nnz, max_nnz]`` (or from a lognormal with median ``sqrt(min_nnz *
-max_nnz)`` and the range as +-2 standard deviations of its log, redrawn until inside); tokens are drawn until ``k`` distinct features are
-seen, and the number of draws of each is its term frequency ``tf``. Values are tf-idf-like,
+max_nnz)`` and the range as +-2 standard deviations of its log, redrawn until inside);
+tokens are drawn until ``k`` distinct features are seen, and the number of draws of each
+is its term frequency ``tf``. Values are tf-idf-like,
 ``(1 + log tf) * idf_j`` with ``idf_j = 1 + log(1 / df_j)`` and ``df_j`` about the expected
 fraction of rows that contain feature ``j``; each row is scaled to unit L2 norm and written with
 ``digits`` (default 7) significant digits, indices one-based, sorted and unique.
@@ -732,8 +733,8 @@ def generate(path, n_rows=None, target_bytes=None, n_features=50000, seed=0, mod
     -------
     dict
         n_rows, nnz, text_bytes, file_bytes, n_positive, n_flipped, min_row_nnz,
-        max_row_nnz, seconds, cpu_seconds, mb_per_s, mb_per_cpu_s, path, n_features; and ``test`` (the same for the
-        test file) when one was written.
+        max_row_nnz, seconds, cpu_seconds, mb_per_s, mb_per_cpu_s, path, n_features; and
+        ``test`` (the same for the test file) when one was written.
     """
     if n_rows is None and target_bytes is None:
         raise OptionError("n_rows", "or target_bytes must be given")

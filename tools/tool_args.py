@@ -6,6 +6,9 @@ import argparse
 import os
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# run-capped (a command under a memory cap, page cache included) and evict (files out of the
+# page cache), for the out-of-core benchmarks and tests
+BIN = os.path.join(REPO_ROOT, "tools", "bin")
 
 
 def repo_env():

@@ -292,7 +292,7 @@ class Loss:
 
     @property
     def lipschitz(self):
-        """sup |psi''|, the Lipschitz constant of psi' (inf when psi' is unbounded or jumps)."""
+        """sup ``|psi''|``, the Lipschitz constant of psi' (inf when psi' is unbounded or jumps)."""
         if self.is_family:
             return self.info.lipschitz / self.sigma
         return self._spec.lipschitz_of(self.sigma)
