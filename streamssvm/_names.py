@@ -3,8 +3,10 @@ calls, the options that set them."""
 
 import contextlib
 import contextvars
+import types
 
-_OPTIONS = contextvars.ContextVar("options", default={})
+# read-only: a default is shared by every context, none may change it
+_OPTIONS = contextvars.ContextVar("options", default=types.MappingProxyType({}))
 
 
 def named(parameter):

@@ -272,7 +272,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
                                else digest([objective.sample_weight]),
                                w0=None if w0 is None else digest([w0]))
                 saved = Checkpoint(checkpoint, checkpoint_every, problem,
-                                   held=lambda: objective.holds_data)
+                                   held=lambda objective=objective: objective.holds_data)
                 recorded = saved.recorded_hold()
                 if hold == "auto" and recorded is not None:  # as the checkpoint's run did:
                     objective.hold = recorded  # its sums' order, to the last bit

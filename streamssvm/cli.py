@@ -267,7 +267,8 @@ def _model_info(args):
     data = info["data"] or {}
     lines = [("model", args.store),
              ("classes", ", ".join(_label(c) for c in info["classes"])
-              + (" (one vs rest)" if model.multiclass else f" (+1 is {_label(info['classes'][1])})")),
+              + (" (one vs rest)" if model.multiclass
+                 else f" (+1 is {_label(info['classes'][1])})")),
              ("features", f"{info['n_features']:,} ({info['nonzero_weights']:,} nonzero weights)"),
              ("intercept", " ".join(f"{v:.6g}" for v in np.atleast_1d(info["intercept"])))]
     lines += [(key.replace("_", " "), _value(value))
@@ -797,7 +798,9 @@ def cmd_predict(args):
         accuracy = model.accuracy(decision, labels, store.classes)
         unknown = model.unknown_labels(labels, store.classes, args.store)
     if unknown:
-        warnings.warn(unknown, UserWarning)
+        # this line's: the command's own warning, printed without its place (a command
+        # line has no caller's line to name)
+        warnings.warn(unknown, UserWarning, stacklevel=1)
     report = sys.stderr if args.output and is_stdout(args.output) else sys.stdout
     print(f"accuracy {accuracy:.4f} on {len(labels):,} rows of {args.store}", file=report)
     if args.output:  # one-vs-rest decision values: one column per class
@@ -911,12 +914,10 @@ def _size(n):
     if n is None or n < 0:
         return "unknown size"
     value = float(n)
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if value < 1024:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
             break
         value /= 1024
-    else:
-        unit = "TiB"
     return f"{n:,} bytes" if unit == "bytes" else f"{value:.1f} {unit} ({n:,} bytes)"
 
 

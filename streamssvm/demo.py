@@ -42,8 +42,9 @@ def run_demo(workdir=None, loss="psi_g", sigma=2.0 ** -3, lam=1e-5, progress=Tru
         compiling = (f" ({compiles.seconds:.2f} s of it compiling kernels)"
                      if compiles.kernels else "")
         p = model.params
-        print(f"trained {loss} (sigma={sigma:g}, lambda={lam:g}) by {p['solver']}: {p['n_iter']} iterations, "
-              f"{p['passes']} passes, {seconds:.2f} s{compiling}, objective {p['objective']:.6f}",
+        print(f"trained {loss} (sigma={sigma:g}, lambda={lam:g}) by {p['solver']}: "
+              f"{p['n_iter']} iterations, {p['passes']} passes, {seconds:.2f} s{compiling}, "
+              f"objective {p['objective']:.6f}",
               file=out)
         print(f"train accuracy {model.score(train_h5):.4f}", file=out)
         print(f"test accuracy  {model.score(test_h5):.4f}", file=out)

@@ -145,7 +145,8 @@ def train_one_vs_rest(data, y=None, *, class_weight=None, sample_weight=None, w0
                 rows = np.where(labels == c, weights[c], 1.0) * base
             models.append(train_stream(OneVsRestView(source, c), sample_weight=rows,
                                        w0=None if w0 is None else w0[c],
-                                       progress=progress and f"class {label_text(name)} ({c + 1}/{k})",
+                                       progress=progress
+                                       and f"class {label_text(name)} ({c + 1}/{k})",
                                        **train_options))
         return _stacked(models, source)
 

@@ -226,7 +226,8 @@ def test_every_chunk_size(tmp_path, write_text, sklearn_load):
     Xs, ys = sklearn_load(src)
     for chunk in range(1, len(FEATURES_TEXT) + 2):
         parts = []
-        parser = BlockParser("t", lambda *a: parts.append([x.copy() for x in a]), block_rows=2)
+        parser = BlockParser("t", lambda *a, parts=parts: parts.append([x.copy() for x in a]),
+                             block_rows=2)
         prefetch = chunk % 2 == 0  # the reader thread, and reading in line
         assert _stream(io.BytesIO(FEATURES_TEXT), parser, chunk, prefetch) == len(FEATURES_TEXT)
         parser.finish()

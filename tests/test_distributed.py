@@ -132,7 +132,8 @@ def test_oracle_calls_match_the_local_objective(a9a_stores, client, hold):
         for value, reference in zip(got, expected):
             np.testing.assert_allclose(value, reference, rtol=1e-12, atol=1e-15)
         expected_counts = (3, 2) if hold else (5, 0)
-        assert (mine.passes, mine.cached_sweeps) == (ref.passes, ref.cached_sweeps) == expected_counts
+        assert ((mine.passes, mine.cached_sweeps) == (ref.passes, ref.cached_sweeps)
+                == expected_counts)
 
 
 def _held_points(client):

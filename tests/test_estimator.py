@@ -308,7 +308,7 @@ def test_partial_fit_streams_batches_through_online_trainers(digits):
     assert [trainer.n_threads for trainer in clf.online_] == [1]
 
     multi = SmoothSVC(solver="pegasos", lam=1e-4, fit_intercept=False, random_state=0)
-    for epoch in range(3):
+    for _epoch in range(3):
         for start in range(0, 900, 300):
             multi.partial_fit(X[start:start + 300], y[start:start + 300], classes=range(10))
     assert multi.coef_.shape == (10, 64) and multi.score(X_test, y_test) > 0.8
@@ -323,7 +323,7 @@ def test_partial_fit_streams_batches_through_online_trainers(digits):
 def test_without_scikit_learn(python, python_env):
     """scikit-learn blocked from importing: the estimator still fits, predicts and takes
     parameters; nothing of streamssvm imports scikit-learn by itself."""
-    code = textwrap.dedent("""
+    code = textwrap.dedent(r"""
         import re, sys
         sys.modules["sklearn"] = None  # any import of scikit-learn now fails
         import numpy as np

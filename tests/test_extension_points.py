@@ -142,7 +142,8 @@ def test_a_loss_record_with_an_inconsistent_property_is_refused():
     cases = [
         (dict(convex=False), "a convex loss has a conjugate"),
         (dict(domain=None), "a convex loss has a conjugate"),
-        (dict(classification=False), "classification=False, but its conjugate's domain ends at 0.0"),
+        (dict(classification=False),
+         "classification=False, but its conjugate's domain ends at 0.0"),
         (dict(domain=(-1.0, 1.0, True, True)), "classification=True, but"),
         (dict(lipschitz="1/(width*2)"), "names width: only its width"),
         (dict(lipschitz="1/("), "is not an expression"),

@@ -822,7 +822,8 @@ def test_a_solver_called_directly_closes_its_bar_however_it_ends(data, solver, c
     source = _InterruptedSource(*data, at=15)  # in the first iterations, after the start
     objective = SmoothSVMObjective(source, "psi_g", LAM, hold=False)
     before = set(tqdm._instances)
-    with pytest.raises(KeyboardInterrupt) as interrupted:  # keeps the run's frames alive
+    # bound, never read: the traceback it holds keeps the run's frames alive
+    with pytest.raises(KeyboardInterrupt) as interrupted:  # noqa: F841  (kept, see above)
         SOLVERS[solver](objective, tol=0.0, max_iter=10, progress=True)
     assert set(tqdm._instances) == before
     assert capsys.readouterr().err.endswith("]\n")  # drawn, then closed
@@ -1094,7 +1095,7 @@ def test_shuffle_windows_do_not_depend_on_free_memory(data, tmp_path, monkeypatc
         rows, n_windows = _visited(objective, 0)
         assert n_windows == 2
         for free in (4 * window + 1, 1 << 40):
-            monkeypatch.setattr(smooth_svm, "available_memory_bytes", lambda: free)
+            monkeypatch.setattr(smooth_svm, "available_memory_bytes", lambda free=free: free)
             np.testing.assert_array_equal(_visited(objective, 0)[0], rows)
         monkeypatch.setattr(smooth_svm, "available_memory_bytes", lambda: 2 * window)
         mib = [f"{size / 2 ** 20:.1f} MiB" for size in (window, 2 * window, window // 2)]

@@ -175,7 +175,7 @@ def test_a_family_loss_has_no_spec_to_be_taken_for_a_named_one():
 
     custom = family_loss("expit(v)", sigma=0.5, theta=1.0, name="psi_g")
     with pytest.raises(ValueError, match="the family loss 'psi_g' has no spec"):
-        custom.spec
+        custom.spec  # noqa: B018  (the access is what raises)
     with pytest.raises(ValueError, match="has no spec"):
         OnlineTrainer(loss=custom)
     other = family_loss("0.5 + 0.5 * tanh(v)", sigma=0.5, theta=1.0, name="psi_g")
@@ -210,7 +210,7 @@ def test_conjugate_is_the_numerical_supremum(name, params):
     bs = np.array(CONJUGATE_POINTS[name])
     values, argmax = loss.conjugate(bs, return_argmax=True)
     for b, value, a_star in zip(bs, values, argmax):
-        result = minimize_scalar(lambda a: float(loss(np.array([a]))[0]) - b * a,
+        result = minimize_scalar(lambda a, b=b: float(loss(np.array([a]))[0]) - b * a,
                                  bounds=(-300.0, 300.0), method="bounded",
                                  options={"xatol": 1e-11, "maxiter": 2000})
         # bounded Brent stops within ~1.5e-8 |a| of the maximiser: at a kink of psi (hinge

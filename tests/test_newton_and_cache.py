@@ -270,7 +270,8 @@ def test_sigma_path_reaches_the_same_optimum(a9a):
     grads = path.params["grad_norm"] ** 2 + direct.params["grad_norm"] ** 2
     assert abs(path.params["objective"] - direct.params["objective"]) <= grads / 2e-4
     sigmas = [h["sigma"] for h in path.history]
-    assert sigmas[0] == 2.0 ** -2 and sigmas[-1] == 2.0 ** -6 and sigmas == sorted(sigmas, reverse=True)
+    assert sigmas[0] == 2.0 ** -2 and sigmas[-1] == 2.0 ** -6
+    assert sigmas == sorted(sigmas, reverse=True)
     passes = [h["passes"] for h in path.history]
     assert passes == sorted(passes) and passes[-1] == path.params["passes"]
     # the iterations of all stages, as the passes (n_iter was the last stage's alone)

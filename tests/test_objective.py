@@ -435,7 +435,8 @@ def test_held_data_is_read_once_and_products_read_nothing(tmp_path):
         s = np.random.default_rng(26).normal(size=held.n_variables)
         outputs = [oracle_outputs(obj, w, s) for obj in (held, streamed, tight)]
         assert (held.passes, held.cached_sweeps) == (1, 2)
-        assert (streamed.passes, streamed.cached_sweeps) == (tight.passes, tight.cached_sweeps) == (3, 0)
+        assert ((streamed.passes, streamed.cached_sweeps) == (tight.passes, tight.cached_sweeps)
+                == (3, 0))
         # the per-thread d-vectors of a scatter are made by the first pass that scatters
         assert held._scatter is None and streamed._scatter.shape == (held.n_threads,
                                                                      held.n_variables)

@@ -68,7 +68,8 @@ def capped_tron(tmp_path, store):
     if proc.returncode == 3:
         pytest.skip("no writable memory cgroup for run-capped here")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    stats = dict(tok.split("=") for tok in proc.stderr.split() if tok.startswith(("peak_mb=", "oom_kills=")))
+    stats = dict(tok.split("=") for tok in proc.stderr.split()
+                 if tok.startswith(("peak_mb=", "oom_kills=")))
     assert int(stats["oom_kills"]) == 0 and int(stats["peak_mb"]) <= CAP_MB
     return np.load(out)
 

@@ -226,7 +226,8 @@ def test_damaged_lean_blocks_fail_their_checksum_or_shape(pair, tmp_path, layout
                                              f"checksum"):
             store.read_block(0)
         rows = offsets[3] - offsets[2]
-        with pytest.raises(StoreError, match=rf"block 2: dataset row_data has shape \({rows - 1},\)"):
+        with pytest.raises(StoreError,
+                           match=rf"block 2: dataset row_data has shape \({rows - 1},\)"):
             store.read_block(2)
 
 

@@ -398,14 +398,14 @@ def test_parser_never_reads_past_end():
     junk = b"9999:1 777 1e5 qid:1 #\n"
     full = np.frombuffer(text + junk, np.uint8)
     for k in range(len(text) + 1):
-        def in_buffer():
+        def in_buffer(k=k):
             parts = []
             parser = BlockParser("t", lambda *a: parts.append([x.copy() for x in a]))
             parser.feed(full, k)
             parser.finish()
             return _assemble(parts, parser)
 
-        assert _outcome(in_buffer) == _outcome(lambda: parse(text[:k], name="t")), k
+        assert _outcome(in_buffer) == _outcome(lambda k=k: parse(text[:k], name="t")), k
 
 
 def _assemble(parts, parser):

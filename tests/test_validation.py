@@ -239,7 +239,8 @@ def test_labels_of_any_real_type_are_read():
     (dict(n_threads=-1), "n_threads must be a positive integer or None, got -1"),
     (dict(n_threads=1.5), "n_threads must be a positive integer or None, got 1.5"),
     (dict(n_threads=True), "n_threads must be a positive integer or None, got True"),
-    (dict(solver="newton", hessian_sample=0), r"Hessian sample fraction must be in \(0, 1\], got 0"),
+    (dict(solver="newton", hessian_sample=0),
+     r"Hessian sample fraction must be in \(0, 1\], got 0"),
     # passed through before: NaN and negative settings, numpy's or Python's own messages
     (dict(solver="newton", eps_cg=0), r"eps_cg must be in \(0, 1\], got 0"),
     (dict(solver="newton", eps_cg=np.nan), r"eps_cg must be in \(0, 1\], got nan"),
@@ -255,7 +256,8 @@ def test_labels_of_any_real_type_are_read():
     # each stage's loss: said the sigma was "given", which the caller had not
     (dict(sigma_path=[0.5], loss="psi_g:sigma=0.1"),
      r"sigma_path \[0.5\]: loss 'psi_g:sigma=0.1': sigma=0.1 in the name but sigma=0.5"),
-    (dict(sigma_path=[0.5], loss="logistic"), r"sigma_path \[0.5\]: loss 'logistic' takes no sigma"),
+    (dict(sigma_path=[0.5], loss="logistic"),
+     r"sigma_path \[0.5\]: loss 'logistic' takes no sigma"),
     (dict(sigma_path=[0.5, -1]), r"sigma_path \[0.5, -1\]: sigma must be a positive finite"),
     # larger sigmas first, down to sigma (2^-3 by default): smaller ones were taken silently
     (dict(sigma_path=[0.1]), r"sigma_path \[0.1\]: stage 0.1 is not larger than sigma 0.125"),
@@ -314,7 +316,8 @@ MODEL = Model(np.ones(5), 0.5, (-1.0, 1.0))
     (([1, 1], 0, (0, 1, 2)), r"coef of shape \(2,\), intercept of shape \(\) with 3 classes"),
     (([1, 1], [0, 0], (0, 1)), r"intercept of shape \(2,\) with 2 classes"),
     (([1, 1], 0, (1, 1)), r"classes \[1.0, 1.0\] are not distinct"),
-    ((np.ones((3, 2)), np.zeros(2), (0, 1, 2)), r"coef of shape \(3, 2\), intercept of shape \(2,\)"),
+    ((np.ones((3, 2)), np.zeros(2), (0, 1, 2)),
+     r"coef of shape \(3, 2\), intercept of shape \(2,\)"),
 ])
 def test_model_refuses_inconsistent_parts(args, message):
     with pytest.raises(ValueError, match=message):
@@ -410,7 +413,8 @@ def _npz(path, **arrays):
     (lambda p: p.write_bytes(b""), "not an .npz archive"),
     (lambda p: p.write_bytes(b"PK\x03\x04 truncated"), "not an .npz archive"),
     (lambda p: _npz(p, coef=np.array([np.nan, 1.0])), "coef or intercept holds NaN"),
-    (lambda p: _npz(p, classes=np.array([np.nan, 1.0])), r"classes \[nan, 1.0\] are not all finite"),
+    (lambda p: _npz(p, classes=np.array([np.nan, 1.0])),
+     r"classes \[nan, 1.0\] are not all finite"),
     (lambda p: _npz(p, coef=np.array(["a", "b"])), "could not convert string to float"),
     (lambda p: _npz(p, intercept=np.zeros(2)), r"intercept of shape \(2,\) with 2 classes"),
     (lambda p: _npz(p, meta=np.array('{"format": "streamssvm.model"')), "Expecting"),

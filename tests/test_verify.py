@@ -252,7 +252,8 @@ def test_verify_on_what_is_not_a_store(tmp_path, capsys):
     text.write_text("1 1:1\n")
     assert main(["verify", str(text)]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith(f"{text}: not a readable HDF5 store") and out[1] == f"{text}: 1 problem"
+    assert out[0].startswith(f"{text}: not a readable HDF5 store")
+    assert out[1] == f"{text}: 1 problem"
     # a missing store is a problem: the stores after it are checked (it ended the command)
     missing = tmp_path / "missing.h5"
     assert main(["verify", str(missing), str(text)]) == 1

@@ -77,7 +77,9 @@ def block_offsets_by_nnz(indptr, block_nnz=DEFAULT_BLOCK_NNZ, block_rows=None):
     if block_rows is not None:
         if block_rows < 1:
             raise ValueError(f"block_rows must be >= 1, got {block_rows}")
-        return np.append(np.arange(0, n, block_rows, dtype=np.int64), n) if n else np.zeros(1, np.int64)
+        if not n:
+            return np.zeros(1, np.int64)
+        return np.append(np.arange(0, n, block_rows, dtype=np.int64), n)
     if block_nnz < 1:
         raise ValueError(f"block_nnz must be >= 1, got {block_nnz}")
     offsets = [0]
@@ -99,9 +101,9 @@ class InMemorySource(BlockSource):
         pointers that decrease or pass the stored entries (scipy lets both through).
     y : array of shape (n_samples,)
         Numbers or text labels. Two distinct values: the smaller maps to -1, the larger to
-        +1 (or as ``classes`` says). More than two: a multiclass source, whose labels are the indices of the
-        values in ``classes`` (default: the sorted distinct values). Integers that float64
-        does not hold exactly (beyond 2**53) are refused.
+        +1 (or as ``classes`` says). More than two: a multiclass source, whose labels are
+        the indices of the values in ``classes`` (default: the sorted distinct values).
+        Integers that float64 does not hold exactly (beyond 2**53) are refused.
     block_rows, block_nnz : int, optional
         How to cut blocks, as in the converter.
     classes : sequence of values, optional

@@ -449,7 +449,8 @@ class StoreWriter:
         attrs["source_name"] = _inline(str(source.get("name", "")))
         attrs["source_size"] = int(source.get("size", -1))
         attrs["source_sha256"] = _inline(str(source.get("sha256", "")))
-        lean = dict(encoding=self.encoding, lean_blocks=self.lean_blocks) if self.lean_blocks else {}
+        lean = (dict(encoding=self.encoding, lean_blocks=self.lean_blocks) if self.lean_blocks
+                else {})
         attrs["options"] = _inline(json.dumps({**self.options, **lean, **(extra_options or {})},
                                               sort_keys=True))
         attrs["created"] = _inline(datetime.datetime.now(datetime.timezone.utc).isoformat(

@@ -312,8 +312,9 @@ def transpose(indptr, indices, data, n_columns, n_parts, bucket_bits=13):
     Where every row holds one value (binary features, or such rows scaled to unit length:
     the store's test for lean blocks, ``codec.single_valued``), ``row_values`` holds them
     (float64) and ``single_values`` and ``multi_values`` are empty: X = diag(row_values) B
-    with B's entries 1, and the column kernels read rows alone (news20, a copy of the curved rows, two threads: X v 0.83 ->
-    0.59 ms, X^T u 0.97 -> 0.68 ms against float32 values). Else ``row_values`` is empty.
+    with B's entries 1, and the column kernels read rows alone (news20, a copy of the
+    curved rows, two threads: X v 0.83 -> 0.59 ms, X^T u 0.97 -> 0.68 ms against float32
+    values). Else ``row_values`` is empty.
 
     ``indices`` must lie in ``0 .. n_columns - 1`` and the block must hold fewer than
     2^31 rows (the caller checks both). A two-level counting sort: the entries go first,

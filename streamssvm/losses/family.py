@@ -89,7 +89,8 @@ _EXPRESSION_NAMES = {
 def _special_names():
     from scipy import special
     return {"erf": special.erf, "erfc": special.erfc, "ndtr": special.ndtr,
-            "norm_cdf": special.ndtr, "norm_pdf": lambda v: np.exp(-0.5 * v * v) / np.sqrt(2 * np.pi),
+            "norm_cdf": special.ndtr,
+            "norm_pdf": lambda v: np.exp(-0.5 * v * v) / np.sqrt(2 * np.pi),
             "expit": special.expit, "sigmoid": special.expit, "logaddexp": np.logaddexp}
 
 

@@ -447,7 +447,8 @@ class SmoothSVMObjective:
         and under a memory cap that memory is what the run has."""
         w = self._check(w)
         zero = kernels.is_zero(w)
-        code, sigma, theta, params = self.loss.code, self.loss.sigma, self.loss.theta, self.loss.params
+        code, sigma, theta = self.loss.code, self.loss.sigma, self.loss.theta
+        params = self.loss.params
         if self._columns_pending is not None:  # the rows, while their columns are made
             held = (self._held_rows(), None)
         else:
@@ -561,10 +562,12 @@ class SmoothSVMObjective:
 
     def _total(self, w, loss_sum):
         """L(w) from the sum of the losses."""
-        return 0.5 * self.lam * float(w[:self.n_features] @ w[:self.n_features]) + loss_sum / self.n_samples
+        return (0.5 * self.lam * float(w[:self.n_features] @ w[:self.n_features])
+                + loss_sum / self.n_samples)
 
     def value_on_segment(self, state, trial, alpha):
-        """L(w + alpha (w_trial - w)) for two evaluated states, from their margins: O(n), no pass."""
+        """L(w + alpha (w_trial - w)) for two evaluated states, from their margins: O(n), no
+        pass."""
         w = state.w + alpha * (trial.w - state.w)
         loss = kernels.loss_sum_along(state.margins, trial.margins, alpha,
                                       self.loss.code, self.loss.sigma, self.loss.theta,

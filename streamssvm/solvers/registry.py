@@ -128,7 +128,8 @@ def register(record):
                          f"got {record.kind!r}")
     parameters = inspect.signature(record.function).parameters
     missing = [name for name in COMMON_PARAMETERS if name not in parameters]
-    if missing or "max_iter" in parameters and parameters["max_iter"].default is inspect.Parameter.empty:
+    if missing or ("max_iter" in parameters
+                   and parameters["max_iter"].default is inspect.Parameter.empty):
         raise ValueError(f"solver {record.name!r}: its function must take "
                          f"{', '.join(COMMON_PARAMETERS)} (max_iter with a default); "
                          f"missing {', '.join(missing) or 'the default of max_iter'}")
