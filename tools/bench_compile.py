@@ -261,5 +261,22 @@ def main(argv=None):
     return 0
 
 
+def headline(figures):
+    """The README's rows: the first run against the warm one, and the targets."""
+    summary, targets, met = figures["summary"], figures["targets"], figures["met"]
+
+    def verdict(name):
+        return "met" if met[name] else "not met"
+
+    return [{"what": "streamssvm demo on an empty kernel cache",
+             "result": f"{summary['demo_cold_s']:.1f} s (target <= "
+                       f"{targets['demo_cold_s']:g} s: {verdict('demo_cold')})"},
+            {"what": "a first training run over the same run warm, worst path",
+             "result": f"+{summary['worst_first_run_extra_s']:.1f} s (target <= "
+                       f"{targets['first_run_extra_s']:g} s: {verdict('first_run_extra')})"},
+            {"what": "compile memory above the run's, worst path",
+             "result": f"+{summary['worst_compile_mb']:.0f} MB (target <= "
+                       f"{targets['compile_mb']:g} MB: {verdict('compile_memory')})"}]
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -440,5 +440,14 @@ def main(argv=None):
     return figures
 
 
+def headline(figures):
+    """The README's rows: each figure's worst shape against its target (the docs' claims
+    are the matrix's worst case)."""
+    shapes = len(figures["shapes"])
+    return [{"what": f"{label}, worst of {shapes} data shapes",
+             "result": f"{row['ratio']:.2f}x on {row['worst_shape']} (target <= "
+                       f"{row['target']:g}: {'met' if row['met'] else 'not met'})"}
+            for label, row in figures["worst"].items()]
+
 if __name__ == "__main__":
     main()
