@@ -564,24 +564,28 @@ class SmoothSVCCV(SmoothSVC):
     random_state : int or None
         Seed of the folds (None: 0, so that fits repeat, as LogisticRegressionCV's
         unshuffled folds do).
-    loss, solver, tol, max_iter, fit_intercept, intercept_scaling, class_weight, n_threads,
-    verbose
+    loss, solver, tol, max_iter, fit_intercept, intercept_scaling, class_weight, n_threads, verbose
         As for :class:`SmoothSVC`, at every point of the path and in the refit.
 
     Attributes
     ----------
-    lam_, sigma_ : float, float or None
-        The point chosen (sigma None for a loss without a width).
-    lams_, sigmas_ : array of shape (n_lams,), tuple of n_sigmas
-        The grid walked.
+    lam_ : float
+        The lambda chosen.
+    sigma_ : float or None
+        The width chosen (None for a loss without a width).
+    lams_ : array of shape (n_lams,)
+        The lambdas walked.
+    sigmas_ : tuple of n_sigmas
+        The widths walked.
     scores_ : array of shape (n_sigmas, n_lams, n_folds)
         Held-out accuracy of each fold's model (NaN past where a sigma's path stopped).
     cv_results_ : dict
         The points as ``GridSearchCV.cv_results_`` gives them.
     cv_result_ : CVResult
         All that :func:`~streamssvm.cross_validate` returned.
-    classes_, coef_, intercept_, n_iter_, n_features_in_, model_
-        Of the refitted model, as for :class:`SmoothSVC`.
+    model_ : Model
+        The refitted model; ``classes_``, ``coef_``, ``intercept_``, ``n_iter_`` and
+        ``n_features_in_`` are its, as for :class:`SmoothSVC`.
     """
 
     warm_start = False  # what SmoothSVC's fit and predict_proba read: no warm start, and

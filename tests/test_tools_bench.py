@@ -101,8 +101,8 @@ def test_bench_vw_writes_vw_text_that_vw_reads(tmp_path):
 def test_bench_vw_quick_runs_both_sides_under_the_cap(tmp_path, python_env):
     pytest.importorskip("vowpalwabbit")
     bench_vw = os.path.join(TOOLS, "bench_vw.py")
-    for tool in ("run-capped", "evict"):
-        path = os.path.join(os.path.dirname(os.path.dirname(TOOLS)), "shared", "bin", tool)
+    for tool in ("run-capped", "evict"):  # the repository's copies (tools/bin)
+        path = os.path.join(TOOLS, "bin", tool)
         if not os.path.exists(path):
             pytest.skip(f"{path} not found (bench_vw runs every run under it)")
     out = tmp_path / "vw.json"

@@ -4,8 +4,8 @@ its own process under one memory cap, its inputs evicted from the page cache fir
 The data: an svmlight training file and its test file (``--make`` writes a large pair with
 tools/make_synthetic.py), and the same rows in VW's text format (``label |f idx:val ...``,
 written once, beside them, not timed: the input each tool reads natively). Under
-``../shared/bin/run-capped --cap-mb`` (peak memory from its ``peak_mb=``), with
-``../shared/bin/evict`` on the inputs before each run:
+``tools/bin/run-capped --cap-mb`` (peak memory from its ``peak_mb=``), with
+``tools/bin/evict`` on the inputs before each run:
 
 - VW (``python -m vowpalwabbit``, the wheel's command line) at 1, 3 and 10 passes, hinge
   and logistic loss: ``-k --cache_file C --passes N --holdout_off -b BITS``; the first pass
@@ -45,9 +45,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bench_output  # noqa: E402
 from make_synthetic import generate, parse_size  # noqa: E402
-from tool_args import existing_file, repo_env  # noqa: E402
+from tool_args import BIN, existing_file, repo_env  # noqa: E402
 
-BIN = os.path.join(os.path.dirname(ROOT), "shared", "bin")
 VW_LOSSES = ("hinge", "logistic")
 VW_PASSES = (1, 3, 10)
 # ours: (loss, solver) of each run; hinge's kink takes SGD, the smooth losses the rest
