@@ -147,8 +147,6 @@ def render_page(records):
             lines += [describe(module), ""]
         lines += ["```sh", record["command"], "```", "",
                   f"Machine and versions: {machine_line(record)}.", ""]
-        if record.get("date"):
-            lines += [f"Recorded: {record['date']}.", ""]
         lines += figure_tables(record["figures"])
     return "\n".join(lines).rstrip() + "\n"
 
