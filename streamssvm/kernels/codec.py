@@ -4,15 +4,13 @@ features, or rows scaled to unit length).
 
 A row's indices i_0 < i_1 < ... are the gaps g_0 = i_0, g_k = i_k - i_{k-1} - 1. A block's
 ``gaps`` (uint16) holds the low 16 bits of its nnz gaps, one word each, then, for each gap
-of 2^16 or more (rare: 0.1-0.2% on news20 and the synthetic data), three words: its
+of 2^16 or more (rare on text, whose frequent words have small indices), three words: its
 position (high word, low word) and its high 16 bits, in increasing position. That is 2
-bytes per index (1.6-1.7 for LEB128 varints), but every gap is at a known place: no load
-waits on the one before to know where it starts (varints decoded at 200 M nonzeros/s
-here, a 16-bit gap with its escape inline at 400-500 M, this at about 600 M). Rows could
-decode in parallel; on two threads it took 750 M, but a pass took no less time (the
-decoding thread shares the cores with the kernels' threads and the reading thread), and a
-parallel kernel must not run from the stochastic solvers' window-reading thread under
-numba's workqueue threading layer: decoding is serial.
+bytes per index (a little more than LEB128 varints), but every gap is at a known place: no
+load waits on the one before to know where it starts, as with varints or a 16-bit gap
+whose escape is inline. Decoding is serial: the decoding thread shares the cores with the
+kernels' threads and the reading thread, and a parallel kernel must not run from the
+stochastic solvers' window-reading thread under numba's workqueue threading layer.
 """
 
 import math

@@ -156,9 +156,8 @@ READY = 8          # the last chunk whose dots are final in ``dots``
 LEFT = 16          # 1 if the helper left before the end: its copy of v is not v
 _CTL_SIZE = 24
 _WAIT = 20_000     # spins the lead waits for a dot the helper is computing
-_AHEAD = 4         # a thread prefetches the nonzeros of its row this many ahead (news20,
-                   # delay 16, medians of 8-10 runs in four A/B runs: 8.74-8.97 ms an epoch
-                   # at 2, 8.50-8.79 at 4)
+_AHEAD = 4         # a thread prefetches the nonzeros of its row this many ahead: far
+                   # enough to hide a load's latency, near enough to stay in cache
 _START = 1_000_000  # spins the helper waits for the lead's first chunk (if both roles run on
                     # one thread, the helper's may come first), before leaving
 
@@ -178,7 +177,7 @@ def sgd_rows_parallel(indptr, indices, data, y, order, v, avg_u, state, bias, co
     compute a chunk's dots half each, and both then take the chunk's steps from those
     dots, each on its own copy. The same arithmetic in the same order keeps the copies
     equal to the bit, and no line of v is written by one core and read by the other
-    (sharing one v, whose lines then move between the cores at every write, made news20's
+    (sharing one v, whose lines then move between the cores at every write, can make an
     epoch slower on two threads than on one). The lead never waits: it computes the dots
     of its half, takes the helper's where they are ready and computes the others; a
     helper that falls behind catches up by taking the steps alone. A scale that becomes
