@@ -55,9 +55,9 @@ _listener = None
 def interrupts_after_compiling():
     """Inside, a Ctrl-C while numba compiles raises KeyboardInterrupt when the compile ends.
     Only in the main thread, where Ctrl-C raises KeyboardInterrupt: else (a handler of the
-    caller's) nothing changes. Also a decorator of a function; a call costs a counter, 4 us
-    (the handler is swapped only around a compile; swapped, and the listener installed, at
-    every call: 14.5 us)."""
+    caller's) nothing changes. Also a decorator of a function. A call costs a counter's
+    increment and decrement: the listener is registered once, and SIGINT's handler is
+    swapped only around a compile, not at every call."""
     global _listener
     if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):

@@ -47,8 +47,8 @@ cancels for v << 0, and built from it psi carries that error (2.5e-9 relative). 
 two-level Richardson central difference (error ~5e-14; first step 1e-2 max(1, |v|), shrunk
 with the capped spacing) when it is not given. Each table also measures its own error at the
 interval midpoints (``Loss.info.max_value_error``, ``max_slope_error``); :func:`family_loss`
-warns when it exceeds 1e-8. Evaluating a FAMILY loss costs about 1.7 times psi_G (one asinh,
-a clip and a table read instead of erfc and exp).
+warns when it exceeds 1e-8. Evaluating a FAMILY loss takes one asinh, a clip and a table read
+where psi_G takes erfc and exp.
 
 The theorem's conditions are checked on the nodes at construction: Phi_c' >= 0 (item 2,
 convexity), Phi_c'(v) v + phi_c'(v) = 0 when phi_c is given (in integrated form), and
