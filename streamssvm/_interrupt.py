@@ -3,7 +3,7 @@
 Python raises KeyboardInterrupt in the first Python code run after the signal. While numba
 compiles, that is mostly llvmlite's callback at the end of LLVM's code generation, and ctypes
 prints an exception raised there and drops it ("Exception ignored on calling ctypes callback
-function"): the run went on, or numba failed on the code the callback did not keep ("no
+function"): the run goes on, or numba fails on the code the callback did not keep ("no
 compiled object yet"). The command line holds a Ctrl-C until the compile ends, and so do the
 API's calls that can compile (``@interrupts_after_compiling()``: training, converting,
 predicting, scoring, ``InMemorySource``), when called from the main thread of a script.

@@ -46,7 +46,8 @@ _made = contextvars.ContextVar("streamssvm_bars", default=None)
 @contextlib.contextmanager
 def closing_bars():
     """Close the bars made inside on any exit: a run interrupted or failed leaves none open
-    (its next output went on the bar's line, and the bar was drawn again when collected).
+    (an open bar's next output would go on its line, and the bar be drawn again when
+    collected).
     Every solver is decorated with it (``@closing_bars()``): it closes its bars however it
     ends, called directly or by ``train_stream``."""
     token = _made.set(weakref.WeakSet())

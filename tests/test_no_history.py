@@ -46,7 +46,7 @@ FIGURES = (
     ("a timing", re.compile(r"\b(?:about|nearly|almost|under|over|some) (?:a|one|two|three|half a)"
                             r" (?:milli)?(?:second|minute)s?\b", re.IGNORECASE)),
     ("a speed ratio", re.compile(RANGE + r"\s?(?:x|×)(?![\w(])")),
-    ("a speed ratio", re.compile(NUMBER + r"\s?times (?:faster|slower|quicker|as fast)"
+    ("a speed ratio", re.compile(NUMBER + r"(?:\s?times|%) (?:faster|slower|quicker|as fast)"
                                  r"|\b(?:costs?|takes?|took|runs?|ran) (?:about |roughly |some )?"
                                  + NUMBER + r"\s?times\b", re.IGNORECASE)),
     ("a throughput", re.compile(RANGE + r"\s?(?:[KMGT]i?B|rows|entries|blocks)/s\b")),
@@ -57,9 +57,11 @@ FIGURES = (
                                  r"older|slower|faster) machine)\b", re.IGNORECASE)),
     ("a history", re.compile(r"\b(?:as (?:first|originally|once) (?:built|written)|used to be"
                              r"|formerly|until now|before (?:this|the) (?:change|fix|rewrite)"
+                             r"|added since"
                              r"|in the past|was (?:changed|rewritten|replaced|removed|added|"
                              r"fixed))\b", re.IGNORECASE)),
     ("a tracker reference", re.compile(r"\b(?:issue|pr|pull request|ticket|bug)\s?#?\d+\b"
+                                       r"|\bthe (?:issue|ticket)'s\b"
                                        r"|(?<![\w&/])#\d+\b|\bgh-\d+\b", re.IGNORECASE)),
     ("a date", re.compile(r"\b(?:19|20)\d\d-[01]\d-[0-3]\d\b|\b(?:jan|feb|mar|apr|may|jun|jul"
                           r"|aug|sep|oct|nov|dec)[a-z]* (?:19|20)\d\d\b", re.IGNORECASE)),
@@ -145,7 +147,7 @@ def train(n):  # 3.2x faster than the serial loop
     return Option("delay", int, 0, "delayed steps: 12.5 ms a step")
 
 # a table read costs about 1.7 times the closed form, measured here (medians of 15);
-# importing it takes about a second
+# importing it takes about a second; the issue's equation, 25% faster, a rule added since
 '''
 
 
@@ -155,7 +157,8 @@ def test_the_scan_flags_figures_history_and_tracker_references_with_their_line()
         "mod.py:3: a timing", "mod.py:6: a speed ratio", "mod.py:7: a history",
         "mod.py:8: a tracker reference", "mod.py:10: a speed ratio", "mod.py:11: a timing",
         "mod.py:13: a speed ratio", "mod.py:13: a run tally", "mod.py:13: a measurement",
-        "mod.py:14: a timing"]
+        "mod.py:14: a timing", "mod.py:14: a speed ratio", "mod.py:14: a history",
+        "mod.py:14: a tracker reference"]
 
 
 @pytest.mark.parametrize("name, data_set, flagged", [
