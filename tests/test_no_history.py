@@ -2,7 +2,7 @@
 the code once was: no comment, docstring or command-line help text carries a timing, a speed
 ratio, a run tally, a history ("as first built", "used to be") or a tracker reference, and a
 benchmark data set is named only in the files whose subject it is. Figures belong to the
-benchmarks' output (benchmarks/), history to git and CHANGELOG.md.
+benchmarks' records (benchmarks/, docs/), history to git and CHANGELOG.md.
 
 The scan reads only prose: comments (tokenize), docstrings, and the help texts of the command
 line (the ``help=``, ``description=`` and ``epilog=`` strings of any call, and the help of a
@@ -38,6 +38,9 @@ def _allowed_data_sets(name):
             return allowed
     return set()
 
+
+# a figure: a number and a unit of time, a speed ratio, a tally of runs, where it was measured;
+# a history or a tracker reference; a date
 NUMBER = r"(?<![\w.])\d+(?:\.\d+)?(?:e-?\d+)?"
 RANGE = NUMBER + r"(?:-\d+(?:\.\d+)?)?"
 FIGURES = (
