@@ -220,11 +220,12 @@ def build_table(Phi_c, phi_c=None, dPhi_c=None, phi0=None, dx=1.0 / 128, v_max=1
     """The float64 parameter array of a family member and its :class:`FamilyInfo`.
 
     The nodes are uniform in asinh(v) first. Where that table's error at the interval
-    midpoints exceeds ``_TARGET_ERROR`` (a fast-growing Phi_c: exp(v) had 7.1 near v = 690,
-    its spacing there v dx = 5.4), it is built again with the spacing capped on the span of
-    those intervals (see ``_nodes``), by the quintic's h^6 error law, at most ``_EXTRA_NODES``
-    more nodes; the refined table is kept if it halves the error (it does not where the error
-    is the user's function's own rounding, as 0.5 (1 + v / sqrt(1 + v^2)) for v << 0).
+    midpoints exceeds ``_TARGET_ERROR`` (a fast-growing Phi_c: for exp(v) the error is 7.1
+    near v = 690, where the spacing v dx is 5.4), it is built again with the spacing capped
+    on the span of those intervals (see ``_nodes``), by the quintic's h^6 error law, at
+    most ``_EXTRA_NODES`` more nodes; the refined table is kept if it halves the error (it
+    does not where the error is the user's function's own rounding, as
+    0.5 (1 + v / sqrt(1 + v^2)) for v << 0).
 
     Parameters
     ----------
