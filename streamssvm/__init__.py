@@ -27,7 +27,8 @@ __all__ = ["CVResult", "CheckpointError", "ConvergenceWarning", "FileFormatError
 
 
 def __getattr__(name):
-    # scikit-learn's import costs about a second: only when the estimator is asked for
+    # scikit-learn's import loads scipy's and its own modules: only when the estimator is
+    # asked for
     if name in ("SmoothSVC", "SmoothSVCCV"):
         from . import estimator
 

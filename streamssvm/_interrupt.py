@@ -3,7 +3,7 @@
 Python raises KeyboardInterrupt in the first Python code run after the signal. While numba
 compiles, that is mostly llvmlite's callback at the end of LLVM's code generation, and ctypes
 prints an exception raised there and drops it ("Exception ignored on calling ctypes callback
-function"): the run went on, or numba failed on the code the callback did not keep ("no
+function"): the run goes on, or numba fails on the code the callback did not keep ("no
 compiled object yet"). The command line holds a Ctrl-C until the compile ends, and so do the
 API's calls that can compile (``@interrupts_after_compiling()``: training, converting,
 predicting, scoring, ``InMemorySource``), when called from the main thread of a script.
@@ -55,9 +55,9 @@ _listener = None
 def interrupts_after_compiling():
     """Inside, a Ctrl-C while numba compiles raises KeyboardInterrupt when the compile ends.
     Only in the main thread, where Ctrl-C raises KeyboardInterrupt: else (a handler of the
-    caller's) nothing changes. Also a decorator of a function; a call costs a counter, 4 us
-    (the handler is swapped only around a compile; swapped, and the listener installed, at
-    every call: 14.5 us)."""
+    caller's) nothing changes. Also a decorator of a function. A call costs a counter's
+    increment and decrement: the listener is registered once, and SIGINT's handler is
+    swapped only around a compile, not at every call."""
     global _listener
     if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):

@@ -121,12 +121,9 @@ def available_memory_bytes():
     windows, d-vectors) in the arena of the thread that allocated it, and the system
     counts it as the process's. When what glibc holds free exceeds a sixteenth of the
     free memory (then the budgets made from it, a quarter or an eighth, would shrink
-    noticeably), it is handed back first (malloc_trim). TRON, Newton, subsampled Newton
-    and SDCA in turn in one process (3 iterations each, a 2.1 GB store, 500 MB cap) left
-    184-328 MB resident and 313, 169, 186, 180 MB free for the next; with this rule,
-    89-119 MB and 406, 408, 370, 378 MB. Handed back whatever its size, small runs paid
-    for it, faulting in again what the run before had freed: a9a, Newton, 46 ms against
-    38 (medians of 15); with this rule, 52.8 against 53.1 ms."""
+    noticeably), it is handed back first (malloc_trim): solvers run in turn in one process
+    then each see the memory the previous one freed. Below that share it is kept, so that
+    a small run does not fault in again pages that glibc would have reused."""
     free = _memory_free()
     if _GLIBC is not None:
         trim, info = _GLIBC
@@ -162,8 +159,9 @@ def per_sample_array(n, memory_limit=None):
     """A zeroed float64 array of shape (n,): in memory, or a file-backed ``np.memmap`` in a
     deleted temporary file when 8 n bytes exceed ``memory_limit`` (default: an eighth of
     the memory the process may still use). Vectors of the rows: with many rows and few
-    nonzeros each they are a good part of the store (news20-like text: 8 bytes a row
-    against 2-3 KB; 3 nonzeros a row: 8 against 29)."""
+    nonzeros each they are a good part of the store (8 bytes a row against 8 a nonzero,
+    a float32 value and its int32 index, plus 5 a row, its row pointer and int8 label: with
+    3 nonzeros a row, 8 against 29)."""
     if memory_limit is not None and not memory_limit >= 0:
         raise ValueError(f"memory_limit must be >= 0 bytes or None, got {memory_limit}")
     limit = available_memory_bytes() // 8 if memory_limit is None else memory_limit
@@ -185,11 +183,10 @@ def per_sample_array(n, memory_limit=None):
 def prefaulted(n, dtype):
     """An uninitialised array of ``n`` items of ``dtype`` whose pages the kernel makes in one
     call (an anonymous map with Linux's MAP_POPULATE), for large arrays written whole at
-    once. numpy's arrays of 4 MiB and more ask for huge pages, and where the machine's
-    memory is fragmented the kernel compacts it at their first touch: on this machine,
-    news20's transpose (about 100 MB) took 100 ms in most runs and 200-335 ms in a
-    process's first ones, where the map takes 30 ms for 80 MB every time. Elsewhere, or
-    below ``PREFAULT_BYTES``, numpy's array."""
+    once. numpy's arrays of 4 MiB and more ask for huge pages (madvise), and where the
+    machine's memory is fragmented the kernel compacts it at their first touch, a cost that
+    varies from run to run; a populated map of small pages costs the same every time.
+    Elsewhere, or below ``PREFAULT_BYTES``, numpy's array."""
     dtype = np.dtype(dtype)
     populate = getattr(mmap, "MAP_POPULATE", None)
     if populate is None or n * dtype.itemsize < PREFAULT_BYTES:

@@ -26,7 +26,8 @@ class _NoBar:
 
 
 # seconds between two lines of a bar written to a file, not a terminal (a batch job's log):
-# at tqdm's 0.1 s, 300 quick iterations wrote 312 lines
+# tqdm's own interval, meant for a terminal that redraws one line, writes a line for
+# nearly every quick iteration into a file
 LOG_INTERVAL = 10.0
 
 
@@ -45,7 +46,8 @@ _made = contextvars.ContextVar("streamssvm_bars", default=None)
 @contextlib.contextmanager
 def closing_bars():
     """Close the bars made inside on any exit: a run interrupted or failed leaves none open
-    (its next output went on the bar's line, and the bar was drawn again when collected).
+    (an open bar's next output would go on its line, and the bar be drawn again when
+    collected).
     Every solver is decorated with it (``@closing_bars()``): it closes its bars however it
     ends, called directly or by ``train_stream``."""
     token = _made.set(weakref.WeakSet())

@@ -877,8 +877,8 @@ def cmd_warmup(args):
     return 0
 
 
-# Seconds a first run of the command spends compiling on a cold cache, for its notice:
-# tools/bench_compile.py's cold runs less its warm ones, 2 cores, rounded up.
+# Seconds a first run of the command spends compiling on a cold cache, for its notice: an
+# estimate, tools/bench_compile.py's cold runs less its warm ones, rounded up.
 FIRST_COMPILE_SECONDS = {"convert": 5, "train": 25, "predict": 2, "demo": 35}
 
 
@@ -945,7 +945,8 @@ def main(argv=None):
     args = build_parser().parse_args(argv)
     prepare()
     try:
-        # a Ctrl-C while numba compiles is raised when the compile ends (inside, it was lost)
+        # a Ctrl-C while numba compiles is raised when the compile ends (raised inside, ctypes
+        # would drop it in llvmlite's callback)
         with (warnings.catch_warnings(), interrupts_after_compiling(),
               watching_compiles(_compile_notice(args))):
             warnings.showwarning = _show_warning

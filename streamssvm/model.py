@@ -314,8 +314,8 @@ class Model:
                      classes=self.classes_, meta=np.array(meta))
 
     def _calibration_meta(self):
-        """What ``meta`` records of the calibration: nothing without one (the file reads as
-        before calibrations existed)."""
+        """What ``meta`` records of the calibration: nothing without one (the file is then one
+        that a reader without calibrations reads too)."""
         return {} if self.calibration is None else {"calibration": self.calibration.to_json()}
 
     @classmethod

@@ -35,9 +35,9 @@ _free_lists_off = False
 def _blosc(path, compression):
     """hdf5plugin, which gives HDF5 the Blosc filter of ``compression`` (that of the store at
     ``path``); StoreError if it is missing. HDF5's free lists are turned off at the first
-    call: they kept the memory of the blocks read through this filter (a pass over the 5.1
-    GB synthetic store grew by 600 MB, 0.5 MB a block, and was killed under a 500 MB cap;
-    with them off it stays at 250 MB, and took 1.7 s from the page cache against 2.0)."""
+    call: they keep the memory of every block decoded through this filter and never hand
+    it back, so a pass's memory would grow with the store, past any cap for a store larger
+    than the memory."""
     global _free_lists_off
     try:
         import hdf5plugin
@@ -77,7 +77,7 @@ class _Sink(io.RawIOBase):
     """The temporary file as HDF5 writes it, through h5py's file-object driver.
 
     HDF5 does not survive a failed write: the file can then neither be flushed nor closed,
-    and closing it crashes the process (h5py issue 914, here with HDF5 2.0). So once the
+    and closing it crashes the process (a limitation of h5py's file-object driver). So once the
     disk is full (or the file size limit reached), this keeps the error in ``error`` and
     pretends that the following writes succeed; the writer raises ``error`` after the
     current step, HDF5 closes the file normally, and the file is deleted.
@@ -168,17 +168,20 @@ class StoreWriter:
         gzip or Blosc level (1-9; default 4, h5py's, for gzip, and 5 for Blosc).
     fletcher32 : bool
         Also store HDF5's Fletcher-32 checksum with every dataset (for other HDF5 readers;
-        off by default: it adds a quarter to a half to the CPU time of a training pass).
+        off by default: the store's own ``checksums`` cover every dataset already, for
+        less CPU time than HDF5's filter).
     encoding : {"auto", "plain", "lean"}
         ``"lean"`` (format version 3) writes each block's column indices as 16-bit gaps
         within rows (``gaps``), and one value per row (``row_data``) in the blocks whose
         rows each hold a single value; lossless, decoded as blocks are read. ``"auto"``
         writes only those blocks lean, the others plain (a store without such blocks is
-        a plain one): measured here, a lean pass out of core took 0.84-0.94x the plain
-        one's time on binary rows and 0.93-1.11x on tf-idf rows (docs/PERFORMANCE.md).
+        a plain one). A lean block reads fewer bytes (16-bit gaps for int32 indices, one
+        value for a row's values) and is decoded once read, so it pays where the disk, not
+        the CPU, bounds a pass (docs/PERFORMANCE.md has the measurements).
     checksums : bool
         Store our own checksum of every dataset (:mod:`.checksum`), which :class:`Store`
-        verifies on every read, for about a tenth of the read time (off only to measure).
+        verifies on every read, in one pass at memory speed (off only to measure their
+        cost).
     overwrite : bool
         Replace an existing ``path``.
     multiclass : bool
@@ -716,9 +719,9 @@ class Store(BlockSource):
         With ``transient`` the blocks are read into a ring of reused buffers (fresh
         multi-megabyte arrays cost a page fault per 4 KiB); a block is then valid until
         three more have been requested. Lean blocks are decoded here, by the thread that
-        uses them, not by the reading thread: a pass over the binary synthetic store
-        (in the page cache) took 1.25-1.6 s so, 1.9-2.1 s with the reading thread
-        decoding too, and 1.5-1.8 s from its plain twin.
+        uses them, not by the reading thread: reading and decoding, both serial, then run
+        on two threads at once (a block decoded while the next ones are read) instead of
+        one after the other on the reading thread.
         """
         if not transient:
             for raw in self.iter_blocks_prefetched(order, read=lambda k, i: self._read_raw(k)):
@@ -743,9 +746,8 @@ class Store(BlockSource):
 
     def read_range(self, first, stop):
         """Blocks ``first .. stop - 1`` as one Block, each block read straight into its
-        place in the joined arrays: the data is in memory once, not twice (on news20 the
-        first read of the whole store took 200 ms through block copies, most of it the
-        page faults of memory touched for the first time)."""
+        place in the joined arrays: the data is in memory once, not twice, and no block copy
+        touches fresh memory (whose page faults would cost more than the copy)."""
         self.check_blocks(first, stop)
         if stop - first == 1:
             return super().read_range(first, stop)
@@ -778,8 +780,8 @@ class Store(BlockSource):
         """Block ``k`` as stored, read but neither checked nor decoded: ``(k, indptr,
         indices or gaps, data or row_data, whether it is row_data, y, buffers)``;
         :meth:`_decoded` checks it and makes the Block. A pass's reading thread only reads:
-        on the plain 2.1 GB synthetic store (page cache) its checksums and index checks
-        took 0.26 of its 0.95 s, on a core that the kernels' threads need too."""
+        the checksums and index checks run in the thread that uses the block, so that the
+        reading thread does not take a core that the kernels' threads need too."""
         if not 0 <= k < self.n_blocks:
             raise IndexError(f"{self.path}: block {k} outside 0..{self.n_blocks - 1}")
         if not self._file:  # closed: its layouts are no licence to read on

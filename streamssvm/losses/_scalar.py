@@ -200,7 +200,7 @@ def _smooth_relu(a, sigma, theta):
 
 # ---- the tabulated family: G(v) piecewise quintic on a grid uniform in T(v) ----------------
 # T(v) = asinh(v) + clip(v, c_lo, c_hi) / c: relative spacing dx in the tails, at most c dx
-# on [c_lo, c_hi] (1 / c = 0: uniform in asinh(v), as tables built before the cap)
+# on [c_lo, c_hi] (1 / c = 0: uniform in asinh(v), a table without the cap)
 # params layout (built by streamssvm.losses.family):
 #   [0] layout tag (1), [1] n intervals, [2] T(v_lo), [3] 1 / dx,
 #   [4] v_lo, [5] G(v_lo), [6] Phi(v_lo), [7] left tail exponent q (< 0: linear tail),
@@ -461,8 +461,9 @@ def _conjugate(code, b, sigma, theta):
             return inf, math.nan
         if b == -1.0:
             return -theta, -inf
-        # (1 + b) log1p(b), not log(1 + b): 1 + b rounds to 1 for |b| < 1e-16 (was 2.5% off
-        # at b = -1e-17); the two terms share their sign, so the sum does not cancel
+        # (1 + b) log1p(b), not log(1 + b): 1 + b rounds to 1 for |b| < 1e-16, losing the
+        # term, about b (2.5% of the value at b = -1e-17); the two terms share their sign,
+        # so the sum does not cancel
         value = b * theta + sigma * (_xlogx(-b) + (1.0 + b) * math.log1p(b))
         if b == 0.0:
             return value, inf

@@ -47,8 +47,8 @@ cancels for v << 0, and built from it psi carries that error (2.5e-9 relative). 
 two-level Richardson central difference (error ~5e-14; first step 1e-2 max(1, |v|), shrunk
 with the capped spacing) when it is not given. Each table also measures its own error at the
 interval midpoints (``Loss.info.max_value_error``, ``max_slope_error``); :func:`family_loss`
-warns when it exceeds 1e-8. Evaluating a FAMILY loss costs about 1.7 times psi_G (one asinh,
-a clip and a table read instead of erfc and exp).
+warns when it exceeds 1e-8. Evaluating a FAMILY loss takes one asinh, a clip and a table read
+where psi_G takes erfc and exp.
 
 The theorem's conditions are checked on the nodes at construction: Phi_c' >= 0 (item 2,
 convexity), Phi_c'(v) v + phi_c'(v) = 0 when phi_c is given (in integrated form), and
@@ -220,11 +220,12 @@ def build_table(Phi_c, phi_c=None, dPhi_c=None, phi0=None, dx=1.0 / 128, v_max=1
     """The float64 parameter array of a family member and its :class:`FamilyInfo`.
 
     The nodes are uniform in asinh(v) first. Where that table's error at the interval
-    midpoints exceeds ``_TARGET_ERROR`` (a fast-growing Phi_c: exp(v) had 7.1 near v = 690,
-    its spacing there v dx = 5.4), it is built again with the spacing capped on the span of
-    those intervals (see ``_nodes``), by the quintic's h^6 error law, at most ``_EXTRA_NODES``
-    more nodes; the refined table is kept if it halves the error (it does not where the error
-    is the user's function's own rounding, as 0.5 (1 + v / sqrt(1 + v^2)) for v << 0).
+    midpoints exceeds ``_TARGET_ERROR`` (a fast-growing Phi_c: for exp(v) the error is 7.1
+    near v = 690, where the spacing v dx is 5.4), it is built again with the spacing capped
+    on the span of those intervals (see ``_nodes``), by the quintic's h^6 error law, at
+    most ``_EXTRA_NODES`` more nodes; the refined table is kept if it halves the error (it
+    does not where the error is the user's function's own rounding, as
+    0.5 (1 + v / sqrt(1 + v^2)) for v << 0).
 
     Parameters
     ----------
