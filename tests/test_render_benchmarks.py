@@ -89,3 +89,17 @@ def test_the_readme_has_the_markers_and_the_rendered_pages_are_current(tmp_path)
     assert copy.read_text() == text
     assert page.read_text() == (REPO_ROOT / "docs" / "benchmarks.md").read_text()
     assert os.listdir(bench_output.RESULTS_DIR)
+
+
+def test_a_record_names_the_command_as_run_from_the_repository(tmp_path):
+    """Paths in the repository relative to it, arguments quoted as a shell reads them, and
+    without the option naming the record's own file (in either spelling)."""
+    own = str(tmp_path / "out.json")
+    script = str(REPO_ROOT / "tools" / "bench_defaults.py")
+    train = str(REPO_ROOT / "tests" / "data")
+    for argv in ([script, "--train", train, "--rules", "tol 1e-4,tol 0.01", "--json", own],
+                 [script, f"--json={own}", "--train", train, "--rules", "tol 1e-4,tol 0.01"]):
+        assert bench_output.command(argv, own) == (
+            "python tools/bench_defaults.py --train tests/data --rules 'tol 1e-4,tol 0.01'")
+    assert bench_output.command([script, "/elsewhere/x.svm"], own) == (
+        "python tools/bench_defaults.py /elsewhere/x.svm")

@@ -21,7 +21,7 @@ then once after an edit to cli.py (no kernel module depends on it: no kernel may
 recompile), then once after an edit to losses/_scalar.py (the kernels that call the losses
 recompile, no other).
 
-Targets (issue 44): demo cold <= 10 s; the first run of any solver <= 3 s more than its warm
+Targets: demo cold <= 10 s; the first run of any solver <= 3 s more than its warm
 run; compile memory <= 150 MB above the run's; an edit to cli.py recompiles nothing.
 
 Examples::

@@ -1,4 +1,4 @@
-"""Benchmark of training across Dask workers (issue 9): seconds per pass and scaling.
+"""Benchmark of training across Dask workers: seconds per pass and scaling.
 
 Prints, on one store (page-cached after a first pass, so that passes are bound by the
 kernels and the transport, not by the disk):

@@ -1,5 +1,4 @@
-"""Bytes per nonzero on disk against the time of a pass: the store's encodings measured
-(issue 7, item 2).
+"""Bytes per nonzero on disk against the time of a pass: the store's encodings measured.
 
 For one svmlight file, prints:
   (a) for each encoding the converter writes (float32 / float64 values; no compression,

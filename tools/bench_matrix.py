@@ -1,4 +1,4 @@
-"""The benchmark matrix (issue 45): every speed figure on a set of data shapes, against
+"""The benchmark matrix: every speed figure on a set of data shapes, against
 LIBLINEAR and scikit-learn side by side in one process, as ratios ours / peer.
 
 Shapes: synthetic tf-idf text, a binary bag of words (the same generator, every value of a

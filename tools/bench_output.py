@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import runpy
+import shlex
 import sys
 from importlib import metadata
 
@@ -51,14 +52,36 @@ def versions():
     return found
 
 
+def command(argv, output):
+    """The command line that made a record, as one runs it from the repository: paths in the
+    repository relative to it, and without the option naming the record's own file (its
+    value ``output``, and the flag before it), which is where the record already is."""
+    words, output = list(argv), os.path.abspath(output)
+    for i, word in enumerate(words):
+        flag, eq, value = word.partition("=")
+        if eq and flag.startswith("--") and os.path.abspath(value) == output:
+            del words[i]
+            break
+        if os.path.abspath(word) == output:
+            del words[i - 1 if i > 1 and words[i - 1].startswith("--") else i:i + 1]
+            break
+
+    def relative(word):
+        path = os.path.abspath(word)
+        inside = os.path.isabs(word) or os.path.exists(word)
+        if inside and path.startswith(REPO_ROOT + os.sep):
+            return os.path.relpath(path, REPO_ROOT)
+        return word
+
+    return shlex.join(["python"] + [relative(w) for w in words])
+
+
 def write(name, figures, path=None):
     """Write ``figures`` (JSON-serialisable) as benchmark ``name`` to ``path`` (default
     benchmarks/NAME.json) with the command, machine, versions and date; returns the path."""
     path = path or os.path.join(RESULTS_DIR, f"{name}.json")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    record = {"benchmark": name,
-              "command": " ".join(["python", os.path.relpath(sys.argv[0], REPO_ROOT),
-                                   *sys.argv[1:]]),
+    record = {"benchmark": name, "command": command(sys.argv, path),
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "machine": machine(), "versions": versions(), "figures": figures}
     tmp = f"{path}.tmp-{os.getpid()}"

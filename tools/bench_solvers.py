@@ -1,4 +1,4 @@
-"""Benchmark of the first-order and stochastic solvers, side by side in one run (issue 5).
+"""Benchmark of the first-order and stochastic solvers, side by side in one run.
 
 Prints, on one training file:
   (a) seconds per SGD epoch (hinge, alpha = lambda, no intercept) of ours (serial SGD, SGD

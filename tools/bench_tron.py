@@ -1,4 +1,4 @@
-"""Benchmark of out-of-core TRON against LIBLINEAR, side by side in one run (issue 3).
+"""Benchmark of out-of-core TRON against LIBLINEAR, side by side in one run.
 
 Prints, on one training file (and its test file):
   (a) like for like: our TRON (paper's, and with backtracking) and Newton with squared

@@ -1,4 +1,4 @@
-"""Out of core against Vowpal Wabbit (issue 45): test accuracy against wall time, each run in
+"""Out of core against Vowpal Wabbit: test accuracy against wall time, each run in
 its own process under one memory cap, its inputs evicted from the page cache first.
 
 The data: an svmlight training file and its test file (``--make`` writes a large pair with

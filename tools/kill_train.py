@@ -1,4 +1,4 @@
-"""Kill a checkpointing training with SIGKILL again and again, then resume it (issue 6).
+"""Kill a checkpointing training with SIGKILL again and again, then resume it.
 
 Each trial starts ``streamssvm train STORE --checkpoint ... --resume`` (plain SGD on the
 psi_G loss, seeded, a checkpoint after every epoch) and kills it: every other trial at a

@@ -1,5 +1,5 @@
 """Where the svmlight converter's time goes, stage by stage, against a plain memory scan of
-the same text (issue 45).
+the same text.
 
 On one svmlight file (given, or generated with make_synthetic.py), read into memory once
 (page cache warm), each stage alone, best of --repeats, in MB of text per second and in

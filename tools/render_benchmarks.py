@@ -6,7 +6,8 @@ date). This tool reads every record in the folder and writes
 
 - ``docs/benchmarks.md``: one section per record, with what the benchmark compares (the
   first paragraph of its tool's docstring), the command that made it, the machine and
-  versions, and its figures as tables;
+  versions, the rows of its tool's ``headline(figures)``, and every figure as tables,
+  folded;
 - the README's results table, between the lines ``<!-- results:start -->`` and
   ``<!-- results:end -->``: the rows each tool's ``headline(figures)`` picks out (a
   benchmark whose tool has no such function adds none), with the machine they were
@@ -94,14 +95,11 @@ def is_rows(value):
     return isinstance(value, list) and value and all(isinstance(v, dict) for v in value)
 
 
-def figure_tables(figures, level=3, title=None):
+def figure_tables(figures, path=()):
     """Markdown for ``figures``: a list of dicts is one table; a dict's scalar entries are
-    one table of name and value, and its other entries sections of their own (headings of
-    ``level``, theirs one deeper)."""
-    lines = []
-    if title is not None:
-        lines = [f"{'#' * level} {title}", ""]
-        level = min(level + 1, 6)
+    one table of name and value, and its other entries tables of their own, each under its
+    path in the record in bold (no headings: the page's sections are the benchmarks)."""
+    lines = [f"**{' / '.join(path)}**", ""] if path else []
     if is_rows(figures) and all(not isinstance(v, (dict, list)) or not v
                                 for row in figures for v in row.values()):
         return lines + table(figures) + [""]
@@ -119,7 +117,7 @@ def figure_tables(figures, level=3, title=None):
                       for v in nested.values()):  # a dict of rows: one table, keyed
         return lines + table([{"": k, **v} for k, v in nested.items()]) + [""]
     for key, value in nested.items():
-        lines += figure_tables(value, level, key)
+        lines += figure_tables(value, path + (str(key),))
     return lines
 
 
@@ -147,7 +145,12 @@ def render_page(records):
             lines += [describe(module), ""]
         lines += ["```sh", record["command"], "```", "",
                   f"Machine and versions: {machine_line(record)}.", ""]
-        lines += figure_tables(record["figures"])
+        if module is not None and hasattr(module, "headline"):
+            lines += table([{"what": row["what"], "result": row["result"]}
+                            for row in module.headline(record["figures"])]) + [""]
+        # the whole record, folded: what the summary above is taken from
+        lines += ["<details>", f"<summary>Every figure (benchmarks/{record['benchmark']}.json)"
+                  "</summary>", ""] + figure_tables(record["figures"]) + ["</details>", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
