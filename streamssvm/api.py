@@ -17,7 +17,7 @@ from .data.textcache import store_paths
 from .data.checksum import digest
 from .model import Model
 from .objective import SmoothSVMObjective
-from .objective.smooth_svm import NO_DASK_ROW_WEIGHTS, check_lam
+from .objective.problem import NO_DASK_ROW_WEIGHTS, check_lam
 from .losses import get_loss
 from .solvers import registry
 from .solvers.auto import choose_solver
@@ -175,9 +175,10 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
     hold : bool or "auto"
         Keep the data in memory, by rows and by columns, from its first pass on: True,
         False (every pass reads the file), or "auto" (when it fits a quarter of the memory
-        the process may still use). The stochastic solvers shuffle held data as one
-        permutation and streamed data in windows of blocks, so pin ``hold`` for a run
-        whose order must not depend on the machine's free memory. A run resumed from a
+        the process may still use). The stochastic solvers' epochs follow ``hold``, not the
+        free memory: one permutation of all rows with True (and for a matrix), windows of
+        blocks with False, and with "auto" one permutation when the rows take at most a
+        fixed size, windows above (:mod:`streamssvm.data.plan`). A run resumed from a
         ``checkpoint`` with "auto" holds the data as the checkpoint's run did.
     **solver_options
         Passed to the solver (with ``"auto"``, they narrow the choice to a solver that takes
@@ -198,7 +199,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
     if client is not None:  # before the workers are asked
         if sample_weight is not None:
             raise ValueError(NO_DASK_ROW_WEIGHTS)
-        _check_on_workers(solver)
+        registry.check_on_workers(solver)
     if not isinstance(sigma_path, (list, tuple, np.ndarray)):
         raise ValueError(f"sigma_path must be a sequence of widths, got {sigma_path!r}")
     stages = []
@@ -233,7 +234,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
         chosen_record = registry.record(solver)
         solve = chosen_record.function
         if client is not None:  # an option may have narrowed auto to a stochastic one
-            _check_on_workers(solver)
+            registry.check_on_workers(solver)
         if sample_weight is not None and not chosen_record.takes_row_weights:
             raise ValueError(registry.no_row_weights())  # before the data is read
         make_objective = SmoothSVMObjective
@@ -271,11 +272,13 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
                                weights=None if objective.sample_weight is None
                                else digest([objective.sample_weight]),
                                w0=None if w0 is None else digest([w0]))
+                # the driver of Dask workers holds no rows (they hold their shards)
+                plan = objective.data if client is None else None
                 saved = Checkpoint(checkpoint, checkpoint_every, problem,
-                                   held=lambda objective=objective: objective.holds_data)
+                                   held=lambda plan=plan: plan is not None and plan.holds_data)
                 recorded = saved.recorded_hold()
-                if hold == "auto" and recorded is not None:  # as the checkpoint's run did:
-                    objective.hold = recorded  # its sums' order, to the last bit
+                if plan is not None and hold == "auto" and recorded is not None:
+                    plan.hold_as(recorded)  # as the checkpoint's run did: its sums' order
                 solver_options = dict(solver_options, checkpoint=saved)
             left = {} if budget is None else {"max_seconds": max(budget - seconds, 0.0)}
             result = solve(objective, w0=w0, tol=tol, abs_tol=abs_tol,
@@ -306,13 +309,6 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
                   grad_norm=result.grad_norm, data=data_record,
                   **{k: v for k, v in solver_options.items() if k != "checkpoint"})
     return Model(np.array(coef), intercept, classes, params, history)
-
-
-def _check_on_workers(solver):
-    """Refuse a solver that cannot run with a Dask client."""
-    if solver in registry.names(lambda r: not r.on_workers):
-        raise ValueError(f"solver {solver!r} reads the blocks itself; with a Dask client "
-                         f"use {', '.join(registry.names(lambda r: r.on_workers))}")
 
 
 def _options_for(solver, options, chosen):

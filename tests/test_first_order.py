@@ -22,7 +22,8 @@ import streamssvm
 from streamssvm.data import InMemorySource, Store, StoreError, write_store
 from streamssvm.kernels import stochastic as sk
 from streamssvm.losses import LOSS_NAMES, get_loss
-from streamssvm.objective import SmoothSVMObjective, smooth_svm
+from streamssvm.data import plan
+from streamssvm.objective import SmoothSVMObjective
 from streamssvm.solvers import HESSIAN_PRODUCTS, SOLVERS, ConvergenceWarning, choose_solver, sdca
 from streamssvm.solvers.sdca import dual_objective
 from streamssvm._memory import per_sample_array
@@ -339,7 +340,7 @@ def test_sdca_evaluates_beside_the_next_epoch_and_returns_an_evaluated_epoch(dat
             warnings.simplefilter("ignore", ConvergenceWarning)
             runs.append(sdca(objective, tol=0.0, max_iter=300, gap_tol=1e-5, overlap=overlap,
                              eval_every=eval_every))
-        assert objective.holds_data
+        assert objective.data.holds_data
     first, again, inline = runs
     assert any(name.startswith("sdca-evaluation") for name in threads)
     assert np.array_equal(first.w, again.w)
@@ -1059,7 +1060,7 @@ def test_the_last_history_entry_counts_every_pass(data, name, stop):
 
 def _visited(objective, seed, window_bytes=None):
     """The global rows of one shuffled pass, in order, and the number of windows."""
-    pairs = list(objective.shuffled_blocks(np.random.default_rng(seed), window_bytes))
+    pairs = list(objective.data.epoch(np.random.default_rng(seed), window_bytes))
     return np.concatenate([b.row_start + rows for b, rows in pairs]), len(pairs)
 
 
@@ -1071,7 +1072,7 @@ def test_shuffled_windows_visit_every_row_once(data, tmp_path):
     with Store(path) as store:
         held = _objective(store)
         streamed = SmoothSVMObjective(store, "psi_g", LAM, hold=False)
-        assert held.hold_rows() and not streamed.hold_rows()
+        assert held.data.hold_rows() and not streamed.data.hold_rows()
         for window_bytes in (1, 150_000, None):
             rows, n_windows = _visited(streamed, 0, window_bytes)
             assert sorted(rows.tolist()) == list(range(store.n_samples))
@@ -1091,13 +1092,13 @@ def test_shuffle_windows_do_not_depend_on_free_memory(data, tmp_path, monkeypatc
     with Store(path) as store:
         objective = SmoothSVMObjective(store, "psi_g", LAM, hold=False)
         window = 2 * store.nnz * (4 + np.dtype(store.value_dtype).itemsize) // 3  # two windows
-        monkeypatch.setattr(smooth_svm, "SHUFFLE_BYTES", window)
+        monkeypatch.setattr(plan, "SHUFFLE_BYTES", window)
         rows, n_windows = _visited(objective, 0)
         assert n_windows == 2
         for free in (4 * window + 1, 1 << 40):
-            monkeypatch.setattr(smooth_svm, "available_memory_bytes", lambda free=free: free)
+            monkeypatch.setattr(plan, "available_memory_bytes", lambda free=free: free)
             np.testing.assert_array_equal(_visited(objective, 0)[0], rows)
-        monkeypatch.setattr(smooth_svm, "available_memory_bytes", lambda: 2 * window)
+        monkeypatch.setattr(plan, "available_memory_bytes", lambda: 2 * window)
         mib = [f"{size / 2 ** 20:.1f} MiB" for size in (window, 2 * window, window // 2)]
         with pytest.warns(RuntimeWarning) as caught:
             shrunk, n_windows = _visited(objective, 0)
@@ -1112,7 +1113,7 @@ def test_train_stream_pins_hold(data, tmp_path, monkeypatch):
     permutation): two orders from one seed; "auto" holds data that fits."""
     path = tmp_path / "a9a.h5"
     write_store(path, _source(data, block_rows=300))
-    monkeypatch.setattr(smooth_svm, "SHUFFLE_BYTES", 150_000)  # a few windows
+    monkeypatch.setattr(plan, "SHUFFLE_BYTES", 150_000)  # a few windows
 
     def fit(hold):
         with warnings.catch_warnings():
@@ -1137,15 +1138,15 @@ def test_epochs_over_held_data_read_nothing(data, tmp_path):
     with Store(path) as store:
         objective, streamed = _objective(store), SmoothSVMObjective(store, "psi_g", LAM, hold=False)
         for obj in (objective, streamed):
-            assert len(list(obj.shuffled_blocks(np.random.default_rng(0)))) == 1
-    windows = list(objective.shuffled_blocks(np.random.default_rng(1)))
+            assert len(list(obj.data.epoch(np.random.default_rng(0)))) == 1
+    windows = list(objective.data.epoch(np.random.default_rng(1)))
     assert objective.passes == 2 and len(windows) == 1
     block, rows = windows[0]
     assert sorted(rows.tolist()) == list(range(X.shape[0]))
     np.testing.assert_array_equal(block.indices[block.indptr[0]:block.indptr[-1]],
                                   X.indices.astype(np.int32))
     with pytest.raises(StoreError, match="cannot be read"):  # the store is closed
-        list(streamed.shuffled_blocks(np.random.default_rng(1)))
+        list(streamed.data.epoch(np.random.default_rng(1)))
 
 
 def test_auto_takes_a_solver_that_takes_the_options_given(data):

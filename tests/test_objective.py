@@ -20,7 +20,8 @@ from streamssvm import _memory, kernels
 from streamssvm.data import InMemorySource, Store
 from streamssvm.data import store
 from streamssvm.losses import get_loss
-from streamssvm.objective import SmoothSVMObjective, smooth_svm
+from streamssvm.data import plan
+from streamssvm.objective import SmoothSVMObjective, problem
 from streamssvm.solvers import ConvergenceWarning, newton, sdca, tron
 
 
@@ -744,7 +745,7 @@ def test_no_copy_of_the_curved_rows_columns_without_the_memory(monkeypatch):
     hess = (1e-2 * np.eye(X.shape[1])
             + X.T.toarray() @ np.diag(state.curvature) @ X.toarray() / X.shape[0])
     free = [0]
-    monkeypatch.setattr(smooth_svm, "available_memory_bytes", lambda: free[0])
+    monkeypatch.setattr(plan, "available_memory_bytes", lambda: free[0])
     system = obj.newton_system(state)
     assert system.rest_norm2 == 0 and system.grad is state.grad
     s = rng.normal(size=obj.n_variables)
@@ -769,12 +770,12 @@ def test_evaluate_takes_the_rows_way_while_the_columns_are_made():
     with ThreadPoolExecutor(1) as pool:
         pool.submit(gate.wait)  # the transpose waits behind this
         try:
-            objective.make_columns(pool)
+            objective.data.make_columns(pool)
             early = objective.evaluate(w)
-            made_by_evaluate = objective._held[1] is not None
+            made_by_evaluate = objective.data._held[1] is not None
         finally:
             gate.set()
-        objective.columns_made()
+        objective.data.columns_made()
     assert not made_by_evaluate
     later = objective.evaluate(w)
     assert objective.passes == 2
@@ -911,7 +912,7 @@ def test_a_width_whose_vectors_do_not_fit_memory_is_refused():
     """One stray index near 2**31 in an svmlight file made a store 2**31 - 1 wide: a run
     allocated vectors of 16 GiB until the kernel killed it (or numpy's MemoryError)."""
     width = 2**31 - 1
-    if smooth_svm.MIN_VECTORS * 8 * width <= _memory.available_memory_bytes():
+    if problem.MIN_VECTORS * 8 * width <= _memory.available_memory_bytes():
         pytest.skip("this machine has room for the vectors")
     X = sp.csr_matrix((np.ones(2), np.array([0, width - 1], np.int32),
                        np.array([0, 1, 2], np.int32)), shape=(2, width))

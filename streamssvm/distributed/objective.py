@@ -2,15 +2,21 @@
 
 import numpy as np
 
-from ..objective import SmoothSVMObjective
-from ..objective.smooth_svm import NO_DASK_ROW_WEIGHTS, PointState
+from .. import kernels
+from ..objective.problem import NO_DASK_ROW_WEIGHTS, PointState, Problem
+from ..objective.smooth_svm import check_cache_curved
+from ..objective.system import NewtonSystem
 from .stores import DaskStores
 
 
-class DaskObjective(SmoothSVMObjective):
+class DaskObjective(Problem):
     """L(w) of :class:`~streamssvm.objective.SmoothSVMObjective` over stores held by Dask
-    workers: the same oracle (``evaluate``, ``hessp``, ``hess_diag``, ``value_on_segment``,
-    ``value``) and the same calls cached, so TRON and Newton run on it unchanged.
+    workers: the same oracle (:class:`~streamssvm.objective.Oracle`: ``evaluate``,
+    ``hessp``, ``hess_diag``, ``value_on_segment``, ...) and the same calls cached, so TRON
+    and Newton run on it unchanged. It shares the local objective's
+    :class:`~streamssvm.objective.Problem` (checks, L from the sums, the gradient without
+    the L2 term), not its data plan: the workers hold and read the data, and the
+    stochastic solvers, which read the blocks themselves, do not run on it.
 
     Every call runs on all shards of ``source`` at once; each worker keeps its shard's
     margins, curvature and curved rows of every point alive on the driver (a PointState's
@@ -54,10 +60,11 @@ class DaskObjective(SmoothSVMObjective):
             raise TypeError(f"DaskObjective needs DaskStores, got {type(source).__name__}")
         if sample_weight is not None:
             raise ValueError(NO_DASK_ROW_WEIGHTS)
-        # one scatter row on the driver: it holds the workers' summed vector for _merged
-        super().__init__(source, loss, lam, sigma=sigma, fit_intercept=fit_intercept,
-                         intercept_scaling=intercept_scaling, n_threads=1,
-                         cache_curved=cache_curved, cache_bytes=0, hold=False)
+        super().__init__(source, loss, lam, sigma, fit_intercept, intercept_scaling)
+        check_cache_curved(cache_curved)
+        self.n_threads = 1  # the driver's vector operations
+        self.passes, self.cached_sweeps = 0, 0
+        self._summed = np.zeros((1, self.n_variables))  # the workers' sum, as one scatter row
         self._config = dict(loss=self.loss, lam=self.lam, fit_intercept=fit_intercept,
                             intercept_scaling=intercept_scaling, n_threads=n_threads,
                             cache_curved=True if cache_curved == "auto" else cache_curved,
@@ -78,9 +85,10 @@ class DaskObjective(SmoothSVMObjective):
 
     def _scaled(self, summed, x):
         """lam * x (intercept excluded) + summed / n, as the local objective merges."""
-        self._start_scatter()
-        self._scatter[0] = summed
-        return self._merged(x, self.lam)
+        self._summed[0] = summed
+        out = np.empty(self.n_variables)
+        kernels.merge_parts(self._summed, x, *self._combination(self.lam), out)
+        return out
 
     def evaluate(self, w, curved=True):
         """L(w), its gradient, and the point's state kept on the workers (``curved``: as
@@ -94,9 +102,12 @@ class DaskObjective(SmoothSVMObjective):
         w = self._check(w)
         return self._total(w, self._run("value", args=(w,))[0])
 
-    def value_on_segment(self, state, trial, alpha):
-        loss = self._run("value_on_segment", [state.margins, trial.margins], (float(alpha),))[0]
-        return self._total(state.w + alpha * (trial.w - state.w), loss)
+    def _segment_loss(self, state, trial, alpha):
+        return self._run("value_on_segment", [state.margins, trial.margins], (float(alpha),))[0]
+
+    def newton_system(self, state):
+        """The system H s = -g at ``state`` in the order of the variables."""
+        return NewtonSystem(self, state)
 
     def hessp_quad(self, state, s):
         s = self._check(s)
@@ -115,3 +126,9 @@ class DaskObjective(SmoothSVMObjective):
         """Not across workers: the sampled rows would have to be drawn on each shard."""
         raise ValueError("a subsampled Hessian (hessian_sample) is not supported across Dask "
                          "workers")
+
+    def _max_row_norm2(self):
+        """Not across workers (the shards' sums add, a maximum does not): L_max serves the
+        stochastic solvers' steps, which do not run on the workers."""
+        raise ValueError("the smoothness constant L_max (the stochastic solvers' step size) "
+                         "is not computed across Dask workers")

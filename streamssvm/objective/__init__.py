@@ -1,6 +1,7 @@
 """The regularised risk over a block source, as an oracle for the solvers."""
 
 from .oracle import Oracle
-from .smooth_svm import PointState, SmoothSVMObjective
+from .problem import PointState, Problem
+from .smooth_svm import SmoothSVMObjective
 
-__all__ = ["Oracle", "PointState", "SmoothSVMObjective"]
+__all__ = ["Oracle", "PointState", "Problem", "SmoothSVMObjective"]

@@ -47,9 +47,10 @@ class Checkpoint:
         JSON-serialisable description of the training; a file written for another one is
         refused rather than resumed.
     held : callable, optional
-        Says whether the objective holds the data in memory (``objective.holds_data``), written
-        with each checkpoint: held and streamed data sum in other orders, so a resumed run
-        must do as the checkpoint's did to end at its model (:meth:`recorded_hold`).
+        Says whether the objective holds the data in memory (``objective.data.holds_data``),
+        written with each checkpoint: held and streamed data sum in other orders, so a
+        resumed run must do as the checkpoint's did to end at its model
+        (:meth:`recorded_hold`).
     """
 
     def __init__(self, path, every=60.0, problem=None, held=None):

@@ -60,9 +60,9 @@ class SolverRecord:
     function : callable
         The solver (see the module docstring).
     kind : {"second_order", "full_gradient", "stochastic"}
-        Stochastic solvers count epochs in ``max_iter``, take their rows from an
-        :class:`~streamssvm.data.plan.EpochSource`, and read the blocks themselves: they
-        run neither with row weights nor across Dask workers.
+        Stochastic solvers count epochs in ``max_iter``, take their rows from the
+        objective's data plan (:meth:`~streamssvm.data.plan.DataPlan.epoch`), and read the
+        blocks themselves: they run neither with row weights nor across Dask workers.
     options : tuple of Option
         Its options beyond :data:`COMMON_PARAMETERS`, ``checkpoint``.
     takes_checkpoint : bool
@@ -203,6 +203,19 @@ def no_row_weights():
            else f"the solvers {', '.join(refusing)}")
     return (f"{who} take no row weights (sample_weight, class_weight): use "
             f"{listed(names(lambda r: r.takes_row_weights))}")
+
+
+def reads_blocks(name):
+    """Why solver ``name`` does not run on the oracle summed over Dask workers."""
+    return (f"solver {name!r} reads the blocks itself; with a Dask client use "
+            f"{', '.join(names(lambda r: r.on_workers))}")
+
+
+def check_on_workers(name):
+    """Refuse solver ``name`` if it cannot run with a Dask client
+    (:attr:`SolverRecord.on_workers`)."""
+    if name in names(lambda r: not r.on_workers):
+        raise ValueError(reads_blocks(name))
 
 
 class _Names(Sequence):

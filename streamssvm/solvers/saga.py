@@ -7,8 +7,9 @@ Step on row i (s_i the slope psi' stored at its last visit, g the average (1/n) 
 The dense part is applied lazily (:func:`~streamssvm.kernels.stochastic.saga_rows`), so a
 step costs O(nnz of the row). The table s starts at the slopes of w0 (one evaluation, which
 also gives g exactly). Order of oracle calls: ``objective.smoothness`` (one pass, for the
-default step 1 / (3 L_max)), ``objective.evaluate`` at w0, then per epoch
-``objective.shuffled_blocks`` (one pass) and ``objective.evaluate`` every ``eval_every``.
+default step 1 / (3 L_max)), ``objective.evaluate`` at w0, then per epoch one epoch of
+the data plan (``objective.data.epoch``, one pass) and ``objective.evaluate`` every
+``eval_every``.
 
 References
 ----------
@@ -26,7 +27,7 @@ from .._progress import closing_bars
 from ..kernels import stochastic as sk
 from .common import check_step
 from .registry import MAX_SECONDS, MEMORY_LIMIT, SEED, STEP, Option, SolverRecord
-from .stochastic import EpochRun, saved_array
+from .stochastic import EpochRun, epoch_source, saved_array
 
 
 def step_size(objective, step, factor):
@@ -76,6 +77,7 @@ def saga(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     -------
     SolverResult
     """
+    data = epoch_source("saga", objective)
     eta = step_size(objective, step, 3.0)
     run = EpochRun("saga", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
                    max_seconds, seed, progress, checkpoint)
@@ -104,7 +106,7 @@ def saga(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         return np.append(v, state[sk.SAGA_INTERCEPT]) if objective.bias else v.copy()
 
     while run.next_epoch():
-        for block, rows in objective.shuffled_blocks(run.rng):
+        for block, rows in data.epoch(run.rng):
             sk.saga_rows(block.indptr, block.indices, block.data, block.y, rows, block.row_start,
                          slopes, v, avg_grad, last, cumulative, state, n, objective.bias, code,
                          sigma, theta, params, objective.lam, eta)

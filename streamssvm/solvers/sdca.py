@@ -39,7 +39,7 @@ evaluation at 0.
 Out of core this is the block minimisation of Yu, Hsieh, Chang & Lin: load a block, run
 ``inner_epochs`` sweeps over its rows (each in a fresh random order), move to the next
 block. The dual variables (one float per sample) live on disk when they do not fit
-memory. Order of oracle calls: ``objective.shuffled_blocks`` (one pass) per epoch,
+memory. Order of calls: an epoch of ``objective.data`` (one pass) per epoch,
 ``objective.evaluate`` every ``eval_every`` epochs; the duality gap P(w) - D(alpha) is
 recorded at each evaluation and is itself a stopping rule (``gap_tol``).
 
@@ -63,7 +63,7 @@ from .._progress import closing_bars
 from ..kernels import stochastic as sk
 from .common import start_state
 from .registry import MAX_SECONDS, MEMORY_LIMIT, SEED, Option, SolverRecord
-from .stochastic import EpochRun
+from .stochastic import EpochRun, epoch_source
 
 
 def _check(objective):
@@ -139,16 +139,17 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         change of a margin in the epoch, and ``visited``, the rows it visited.
     """
     _check(objective)
+    data = epoch_source("sdca", objective)
     if gap_tol is not None and not gap_tol >= 0:
         raise ValueError(f"gap_tol must be >= 0 or None, got {gap_tol}")
     if not (isinstance(inner_epochs, (int, np.integer)) and inner_epochs >= 1):
         raise ValueError(f"inner_epochs must be an integer >= 1, got {inner_epochs!r}")
-    overlap = overlap and objective.hold_rows()
+    overlap = overlap and data.hold_rows()
     with _Evaluations(overlap) as evaluations:
         if overlap and _threadsafe_kernels():
             # the transpose beside the first epochs (an evaluation meanwhile, as at a w0,
             # takes the rows' way)
-            objective.make_columns(evaluations.pool)
+            data.make_columns(evaluations.pool)
         start = None if w0 is not None else lambda: evaluations.submit(_start, objective)
         run = EpochRun("sdca", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
                        max_seconds, seed, progress, checkpoint, start,
@@ -226,7 +227,7 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         if stop is not None and stop is not pending[-1]:
             w[:], dual[:] = stop.w, stop.dual
             run.rewind(stop.end)
-    objective.columns_made()
+    data.columns_made()
     return run.result(w)
 
 
@@ -235,7 +236,7 @@ def _sweep(objective, rng, settled, shrinking, inner_epochs, dual, w, scale, slo
     skipping those already settled, if ``shrinking``), psi' kept in ``slopes``
     (:func:`_slopes`); what the history records of it."""
     largest, visited = 0.0, 0
-    for block, rows in objective.shuffled_blocks(rng):
+    for block, rows in objective.data.epoch(rng):
         for sweep in range(inner_epochs):
             if sweep:
                 rows = rng.permutation(block.n_rows)
@@ -268,7 +269,7 @@ class _Epoch:
 def _start(objective):
     """The start at w = 0 (:func:`~streamssvm.solvers.common.start_state`) and its duality
     gap (alpha = 0), for :class:`EpochRun`'s ``start``."""
-    objective.columns_made()
+    objective.data.columns_made()
     state, grad0_norm = start_state(objective, None, curved=False)
     gap = state.f - dual_at_zero(objective)
     return state, grad0_norm, dict(gap=gap)
@@ -276,7 +277,7 @@ def _start(objective):
 
 def _evaluate(objective, w, dual, shrinking):
     """The state at w, the duality gap, and the rows it settles (if ``shrinking``)."""
-    objective.columns_made()
+    objective.data.columns_made()
     state = objective.evaluate(w, curved=False)
     gap = state.f - dual_objective(objective, dual, w)
     return state, gap, _settled(objective, state, dual) if shrinking else None

@@ -6,9 +6,9 @@ Step t on row i (drawn without replacement within an epoch):
 
 with the exogenous rate eta_t of a schedule and -psi'(.) = Phi_c(v_i) the endogenous rate
 of the paper's section 4.1. The intercept (a constant feature, not regularised) takes the
-same step without the shrink. Order of oracle calls: ``objective.shuffled_blocks`` (one
-pass) per epoch, ``objective.evaluate`` every ``eval_every`` epochs (see
-:mod:`~streamssvm.solvers.stochastic`).
+same step without the shrink. Order of calls: an epoch of the objective's data plan
+(``objective.data.epoch``, one pass) per epoch, ``objective.evaluate`` every
+``eval_every`` epochs (see :mod:`~streamssvm.solvers.stochastic`).
 
 References
 ----------
@@ -37,7 +37,7 @@ from ..kernels import stochastic as sk
 from ..losses._scalar import derivatives_with_params
 from .common import check_step
 from .registry import MAX_SECONDS, SEED, STEP, Option, SolverRecord
-from .stochastic import EpochRun, saved_array
+from .stochastic import EpochRun, epoch_source, saved_array
 
 SCHEDULES = {"optimal": sk.OPTIMAL, "pegasos": sk.OPTIMAL, "constant": sk.CONSTANT,
              "invscaling": sk.INVSCALING}
@@ -276,7 +276,7 @@ def sgd_epoch(objective, sgd_state, schedule, rng):
     (:func:`~streamssvm.kernels.stochastic.sgd_rows_parallel`), with the same result; with
     ``hogwild``, on all of them at once."""
     threads = min(objective.n_threads, numba.get_num_threads())
-    for block, rows in objective.shuffled_blocks(rng):
+    for block, rows in objective.data.epoch(rng):
         sgd_state.rows(block, rows, objective, schedule, threads)
 
 
@@ -333,6 +333,7 @@ def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
 @closing_bars()
 def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every, max_seconds,
          seed, progress, checkpoint, average, delay, hogwild, schedule_options):
+    epoch_source(name, objective)
     check_delay_and_hogwild(delay, schedule_options["project"], hogwild, bool(objective.bias))
     schedule = Schedule(objective, **schedule_options)
     state = SGDState(objective.n_features, bool(objective.bias), average, delay, hogwild)

@@ -2,9 +2,10 @@
 blocks, and the evaluation that gives them the same history and stopping rule as TRON.
 (Their per-sample state lives on disk when it is large: ``_memory.per_sample_array``.)
 
-An epoch visits every row once: the blocks in a random order, the rows of each block in a
-random order (``objective.shuffled_blocks``), both drawn from one seeded numpy Generator,
-so a run is reproducible bit for bit from its seed. Every ``eval_every`` epochs (and after
+An epoch visits every row once: windows of blocks in a random order, the rows of each
+window in a random order (:meth:`~streamssvm.data.plan.DataPlan.epoch` of the objective's
+data plan, :func:`epoch_source`), both drawn from one seeded numpy Generator, so a run is
+reproducible bit for bit from its seed. Every ``eval_every`` epochs (and after
 the last) the objective is evaluated at the iterate (one more pass): the history then has
 ``f`` and ``grad_norm`` as TRON's does, and the run stops when ||grad L(w)|| meets the same
 threshold (see :func:`~streamssvm.solvers.common.stopping_threshold`).
@@ -19,8 +20,21 @@ import numpy as np
 from .._progress import log_iteration, progress_bar
 from .._warn import warn
 from ..errors import CheckpointError
+from . import registry
 from .common import (ConvergenceWarning, SolverResult, bar_label, check_max_seconds,
                      check_seed, start_state, stopping_threshold)
+
+
+def epoch_source(name, objective):
+    """The data plan of ``objective`` (``objective.data``) whose epochs solver ``name``
+    takes. Refused, before any pass, for an objective without one (the oracle summed over
+    Dask workers) and for row weights, which the stochastic kernels do not take."""
+    plan = getattr(objective, "data", None)
+    if plan is None:
+        raise ValueError(registry.reads_blocks(name))
+    if objective.sample_weight is not None:
+        raise ValueError(registry.no_row_weights())
+    return plan
 
 
 def saved_array(arrays, name, shape, damaged):
@@ -58,9 +72,10 @@ class EpochRun:
 
     ``state`` is the PointState of the last evaluation. Use::
 
+        data = epoch_source(name, objective)
         run = EpochRun(...)
         while run.next_epoch():
-            for block, rows in objective.shuffled_blocks(run.rng): ...
+            for block, rows in data.epoch(run.rng): ...
             run.end_epoch(w)          # w: the iterate after the epoch
             run.save(w, **arrays)     # the checkpoint, if one was asked for
         return run.result(w)

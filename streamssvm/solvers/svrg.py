@@ -9,7 +9,7 @@ with mu_loss the loss part of mu. The dense part changes two scalars of w = scal
 (:func:`~streamssvm.kernels.stochastic.svrg_rows`). The epoch's last iterate is the next
 snapshot. Order of oracle calls: ``objective.smoothness`` (one pass, for the default step
 1 / (4 L_max)), then per epoch ``objective.evaluate`` (the snapshot: f, gradient and the
-history) and ``objective.shuffled_blocks`` (one pass): two passes per epoch, ``eval_every``
+history) and an epoch of ``objective.data`` (one pass): two passes per epoch, ``eval_every``
 is always 1.
 
 References
@@ -25,7 +25,7 @@ from .._progress import closing_bars
 from ..kernels import stochastic as sk
 from .saga import step_size
 from .registry import MAX_SECONDS, MEMORY_LIMIT, SEED, STEP, SolverRecord
-from .stochastic import EpochRun
+from .stochastic import EpochRun, epoch_source
 
 
 @closing_bars()
@@ -40,6 +40,7 @@ def svrg(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     -------
     SolverResult
     """
+    data = epoch_source("svrg", objective)
     eta = step_size(objective, step, 4.0)
     run = EpochRun("svrg", objective, w0, tol, abs_tol, liblinear_tol, max_iter, 1,
                    max_seconds, seed, progress, checkpoint)
@@ -59,7 +60,7 @@ def svrg(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         state[sk.SVRG_SCALE] = 1.0
         if objective.bias:
             state[sk.SVRG_INTERCEPT] = snapshot.w[-1]
-        for block, rows in objective.shuffled_blocks(run.rng):
+        for block, rows in data.epoch(run.rng):
             sk.svrg_rows(block.indptr, block.indices, block.data, block.y, rows,
                          snapshot_slopes[block.row_start:block.row_start + block.n_rows], v,
                          mu_features, mu_intercept, state, objective.bias, code, sigma, theta,
