@@ -21,8 +21,8 @@ from streamssvm import InMemorySource, Store, StoreError, convert_svmlight  # no
 from streamssvm.data import write_store  # noqa: E402
 from streamssvm.datasets import a9a_paths  # noqa: E402
 from streamssvm.distributed import DaskObjective, DaskStores, WorkerLostError  # noqa: E402
-from streamssvm.objective import SmoothSVMObjective  # noqa: E402
-from streamssvm.solvers import newton, tron  # noqa: E402
+from streamssvm.objective import Oracle, Problem, SmoothSVMObjective  # noqa: E402
+from streamssvm.solvers import newton, sgd, tron  # noqa: E402
 
 LAM = 1e-4
 BLOCK_ROWS = 4096
@@ -108,6 +108,31 @@ def test_newton_on_one_store_split_by_blocks_gives_the_local_model(a9a_stores, c
         assert [spec["pieces"] for spec in stores.shard_specs] == [[(full, 0, 4)], [(full, 4, 8)]]
         result = newton(DaskObjective(stores, **NEWTON))  # line search: value_on_segment
     assert_same_model(result, local["newton"])
+
+
+def test_the_dask_objective_is_an_oracle_of_its_own(a9a_stores, client):
+    """DaskObjective implements the oracle protocol beside the local objective, sharing its
+    Problem, not inheriting it: it has no data plan, so a stochastic solver, which takes
+    its epochs from one, refuses it before any pass, with train_stream's message."""
+    full, _ = a9a_stores
+    with Store(full) as store, DaskStores(full, client) as stores:
+        local = SmoothSVMObjective(store, "psi_g", LAM)
+        objective = DaskObjective(stores, "psi_g", LAM)
+        assert isinstance(local, Oracle) and isinstance(objective, Oracle)
+        assert isinstance(objective, Problem) and not isinstance(objective, SmoothSVMObjective)
+        assert not hasattr(objective, "data") and not hasattr(objective, "shuffled_blocks")
+        with pytest.raises(ValueError, match="^solver 'sgd' reads the blocks itself; with a "
+                                             "Dask client use tron, "):
+            sgd(objective, max_iter=1)
+        with pytest.raises(ValueError, match="not computed across Dask workers"):
+            objective.smoothness()
+        assert objective.passes == 0
+        w = np.full(objective.n_variables, 0.01)
+        state, expected = objective.evaluate(w), local.evaluate(w)
+        assert objective.passes == 1
+        assert state.f == pytest.approx(expected.f, rel=1e-12)
+        np.testing.assert_allclose(objective.loss_gradient(state), local.loss_gradient(expected),
+                                   rtol=1e-10, atol=1e-15)
 
 
 @pytest.mark.parametrize("hold", [False, True])

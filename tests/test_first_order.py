@@ -1108,6 +1108,53 @@ def test_shuffle_windows_do_not_depend_on_free_memory(data, tmp_path, monkeypatc
         assert n_windows > 2 and sorted(shrunk.tolist()) == list(range(store.n_samples))
 
 
+def test_epochs_under_auto_hold_do_not_depend_on_free_memory(data, tmp_path, monkeypatch):
+    """hold="auto": with free memory for the data and its transpose the store is held,
+    without it streamed, and the epochs are the same: one permutation of all rows when the
+    rows take at most PERMUTATION_BYTES (as hold=True's), windows of SHUFFLE_BYTES above
+    (as hold=False's), views of the held rows or read; SGD's steps on them are the same
+    to the bit."""
+    path = tmp_path / "a9a.h5"
+    write_store(path, _source(data, block_rows=300))
+
+    def epochs(objective):
+        rng = np.random.default_rng(0)
+        visits = [list(objective.data.epoch(rng)) for _ in range(2)]
+        return ([np.concatenate([b.row_start + rows for b, rows in pairs]) for pairs in visits],
+                len(visits[0]))
+
+    with Store(path) as store:
+        rows_bytes = store.nnz * (4 + np.dtype(store.value_dtype).itemsize) + 9 * store.n_samples
+    # free memory that holds the data, and some whose quarter (the default cache_bytes) is
+    # the rows alone, without the transpose: four windows of the rows fit it
+    roomy, tight = 1 << 40, 4 * rows_bytes + 1024
+    monkeypatch.setattr(plan, "SHUFFLE_BYTES", rows_bytes // 4)
+    for permutation_bytes, pinned, n_windows in ((plan.PERMUTATION_BYTES, True, 1),
+                                                 (rows_bytes // 2, False, 4)):
+        monkeypatch.setattr(plan, "PERMUTATION_BYTES", permutation_bytes)
+        runs, models = [], []
+        for free, hold in ((roomy, "auto"), (tight, "auto"), (roomy, pinned)):
+            monkeypatch.setattr(plan, "available_memory_bytes", lambda free=free: free)
+            with Store(path) as store:
+                objective = SmoothSVMObjective(store, "psi_g", LAM, hold=hold)
+                runs.append((epochs(objective), objective.data.holds_data))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                models.append(streamssvm.train_stream(str(path), loss="psi_g", lam=LAM,
+                                                      solver="sgd", max_iter=2, seed=0,
+                                                      hold=hold, progress=False).coef_)
+        assert [held for _, held in runs] == [True, False, pinned]
+        (first, windows), _ = runs[0]
+        assert windows >= n_windows and (windows == 1) == (n_windows == 1)
+        assert sorted(first[0].tolist()) == list(range(len(first[0])))
+        assert not np.array_equal(first[0], first[1])
+        for (visited, count), _ in runs[1:]:
+            assert count == windows
+            for a, b in zip(first, visited):
+                np.testing.assert_array_equal(a, b)
+        assert models[0].tobytes() == models[1].tobytes() == models[2].tobytes()
+
+
 def test_train_stream_pins_hold(data, tmp_path, monkeypatch):
     """``hold=False`` streams the store (in windows), ``hold=True`` holds it (one
     permutation): two orders from one seed; "auto" holds data that fits."""
