@@ -272,8 +272,7 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
                                weights=None if objective.sample_weight is None
                                else digest([objective.sample_weight]),
                                w0=None if w0 is None else digest([w0]))
-                # the driver of Dask workers holds no rows (they hold their shards)
-                plan = objective.data if client is None else None
+                plan = objective.data if client is None else None  # workers hold shards
                 saved = Checkpoint(checkpoint, checkpoint_every, problem,
                                    held=lambda plan=plan: plan is not None and plan.holds_data)
                 recorded = saved.recorded_hold()

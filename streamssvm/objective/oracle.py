@@ -3,8 +3,11 @@
     L(w) = lambda / 2 ||w_[:d]||^2 + (1 / n) sum_i c_i psi(y_i (x_i . w_[:d] + b w_d))
 
 :class:`~streamssvm.objective.SmoothSVMObjective` (one process, any block source) and
-:class:`~streamssvm.distributed.DaskObjective` (the sum over Dask workers) implement it. A
-pass reads every block once; the objective counts them in ``passes``.
+:class:`~streamssvm.distributed.DaskObjective` (the sum over Dask workers) implement it,
+each on the shared :class:`~streamssvm.objective.Problem` (neither inherits the other). A
+pass reads every block once; the objective counts them in ``passes``. The stochastic
+solvers read the blocks themselves, from the epochs of the local objective's data plan
+(:mod:`streamssvm.data.plan`), not through the oracle.
 
 Which call caches what: :meth:`Oracle.evaluate` returns a
 :class:`~streamssvm.objective.PointState` holding f, the gradient, the margins and the
