@@ -135,6 +135,22 @@ def test_stochastic_solvers_refuse_weights_before_reading(solver):
                      sample_weight=row_weights(120), progress=False)
 
 
+@pytest.mark.parametrize("solver", ["sgd", "pegasos", "svrg", "saga", "sdca"])
+def test_stochastic_solvers_called_directly_refuse_a_weighted_objective_before_any_pass(solver):
+    """The solver layer refuses them (its message derived from the solver records), before
+    SAGA's and SVRG's step-size pass or the evaluation at the start."""
+    from streamssvm.solvers import SOLVERS, registry
+
+    X, y = random_problem(n=120, seed=34)
+    objective = SmoothSVMObjective(InMemorySource(X, y), "psi_g", lam=1e-2,
+                                   sample_weight=row_weights(120))
+    with pytest.raises(ValueError) as info:
+        SOLVERS[solver](objective, max_iter=1)
+    assert str(info.value) == registry.no_row_weights()
+    assert str(info.value).startswith("the stochastic solvers take no row weights")
+    assert objective.passes == 0
+
+
 @pytest.mark.parametrize("weights", [(1.0, 4.0), (0.3, 1.0)], ids=["w+4", "w-0.3"])
 def test_class_weights_equal_liblinear(weights):
     """LIBLINEAR -s 2 -w-1 a -w1 b, against TRON on c_i = (a if y_i = -1 else b)."""
