@@ -8,7 +8,8 @@ The dual of L(w) = lam/2 ||w||^2 + (1/n) sum_i psi(y_i w.x_i) (no intercept) is
 with psi* the conjugate of the paper's Theorem GCL, item 6. Maximising D in alpha_i alone
 is a 1-D monotone equation: with q = ||x_i||^2 / (lam n) and m the margin of row i without
 its own term, the new margin z solves z + q psi'(z) = m and alpha_i = -psi'(z) (for psi_G,
-with u = (theta - z) / sigma, the issue's 1 - m_i + alpha_i Q_ii - Phi(u) Q_ii - sigma u = 0);
+with u = (theta - z) / sigma and Q_ii = q, the same equation in the dual's terms reads
+1 - m_i + alpha_i Q_ii - Phi(u) Q_ii - sigma u = 0);
 a safeguarded Newton solves it (:func:`~streamssvm.kernels.stochastic.sdca_rows`). The
 hinge's step is LIBLINEAR -s 3's clip.
 
