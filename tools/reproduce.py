@@ -77,7 +77,7 @@ PARTS = ("sweep", "methods", "convergence")  # in this order: the sweep picks th
 # --quick: a protocol small enough for the test suite (every part, every kind of run)
 QUICK = dict(partitions=1, parts_per_partition=3, log2_sigmas=[-20, -8, -3, 2],
              sweep_max_iter=30, max_iter=100, pegasos_chunk=5, pegasos_max_epochs=20,
-             convergence_losses="psi_g,logistic", convergence_max_iter=40, lam=1e-3)
+             convergence_losses="psi_g,logistic", convergence_max_iter=300, lam=1e-3)
 SYNTH_ROWS = 200_000
 
 
