@@ -601,3 +601,6 @@ def test_report_refuses_other_json(tmp_path):
     path.write_text('{"format": "something else"}')
     with pytest.raises(ValueError, match="not a results file"):
         read_json(path)
+    path.write_text('{"format": "streamssvm.reproduction", "version": 1}')
+    with pytest.raises(ValueError, match="results version 1; this library reads version 2"):
+        read_json(path)

@@ -174,9 +174,9 @@ def read_json(path):
     if results.get("format") != RESULTS_FORMAT:
         raise ValueError(f"{path}: not a results file of {RESULTS_FORMAT} "
                          f"(format {results.get('format')!r})")
-    if results.get("version", 0) > RESULTS_VERSION:
-        raise ValueError(f"{path}: results version {results['version']} is newer than "
-                         f"this library reads ({RESULTS_VERSION})")
+    if results.get("version", 0) != RESULTS_VERSION:
+        raise ValueError(f"{path}: results version {results.get('version')}; this library "
+                         f"reads version {RESULTS_VERSION} (run the reproduction again)")
     return results
 
 
@@ -356,9 +356,21 @@ def datasets_table(results_list):
                      "" if methods is None else f"{methods['summary'][0]['n_runs']} runs",
                      sweep_text,
                      "" if conv is None else f"{len(conv['runs'])} runs",
+                     f"{work_passes(r):,}",
                      f"{sum(r.get('timings', {}).values()) / 60:.1f} min"])
+    total = sum(sum(r.get("timings", {}).values()) for r in results_list)
     return _table(["data set", "rows x features", "nonzeros", "sigma (methods)", "methods",
-                   "sweep", "convergence", "wall time"], rows)
+                   "sweep", "convergence", "passes", "wall time"], rows) + (
+        f"\n\nWall time of the whole reproduction: {total / 60:.1f} min.")
+
+
+def work_passes(results):
+    """Passes over the data (training rows or all rows) of every training run of a
+    results dict: the work of the reproduction, whatever machine ran it."""
+    runs = (results.get("methods", {}).get("runs", []) + results.get("sweep", {}).get("runs", []))
+    return (sum(r["passes"] for r in runs)
+            + sum(run["history"][-1]["passes"]
+                  for run in results.get("convergence", {}).get("runs", [])))
 
 
 def pegasos_table(results_list):
