@@ -208,11 +208,13 @@ def run(args):
                   f"'constant' is xi_t = 0.1, 'quadratic' is xi_t = min(0.1, "
                   f"{args.kappa:g} ||grad L(w_t)||); psi_G and psi_M at sigma = 2^{sigma_log2:g}. "
                   "w* is line-search Newton's solution with no tolerance, then one Newton "
-                  "step solved by CG to 1e-10; the norm of a second such step estimates its "
+                  "step solved by CG to 1e-8; the norm of a second such step estimates its "
                   "error. Order: the least-squares slope of log e_k+1 against log e_k over "
                   "the last 4 steps above the floor (10 x that estimate for e = ||w - w*||, "
                   "10 x ||grad L(w*)|| for ||grad||), the steps that stalled at the end left "
-                  "out: about 1 for linear convergence, 2 for quadratic."),
+                  "out, and the last step of a run that stopped at float64's resolution of "
+                  "L (its reductions below 1e-12 |L|): about 1 for linear convergence, 2 for "
+                  "quadratic."),
             runs=run_convergence(store, losses, settings, tol=args.convergence_tol,
                                  max_iter=args.convergence_max_iter, kappa=args.kappa, log=log))
         results["timings"]["convergence"] = time.perf_counter() - start

@@ -132,6 +132,11 @@ def fitted_order(values, floor=0.0, last=4):
     return float(np.polyfit(v[:-1], v[1:], 1)[0])
 
 
+# TRON's stops at float64's resolution of L: the step that ended the run was taken where
+# the decrease was below 1e-12 |L|, and its length is not the method's
+FLOOR_MESSAGES = ("actual and predicted reductions too small", "predicted reduction <= 0")
+
+
 def convergence_floors(run):
     """The floors below which :func:`fitted_order` ignores a convergence run's values:
     10 x ||grad L(w*)|| (what the gradient resolves at the solution) for ||grad||, 10 x the
@@ -153,7 +158,9 @@ def summarize_results(results):
         g = [h["grad_norm"] for h in run["history"]]
         e = [h["distance"] for h in run["history"]]
         g_floor, e_floor = convergence_floors(run)
-        run["observed_orders"] = observed_orders(g)
+        if run["message"] in FLOOR_MESSAGES:  # the last step is float64's, not TRON's
+            g, e = g[:-1], e[:-1]
+        run["observed_orders"] = observed_orders([h["grad_norm"] for h in run["history"]])
         run["fitted_order_grad"] = fitted_order(g, g_floor)
         run["fitted_order_distance"] = fitted_order(e, e_floor)
     return results

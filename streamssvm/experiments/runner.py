@@ -397,7 +397,7 @@ def timed_without_compiling(fit):
             return result, seconds
 
 
-def newton_correction(objective, w, rtol=1e-10, max_steps=2000):
+def newton_correction(objective, w, rtol=1e-8, max_steps=1000):
     """The Newton step d = -H(w)^-1 grad L(w), by conjugate gradient on the objective's
     Hessian products to ||H d + g|| <= ``rtol`` ||g|| (or ``max_steps`` products). Near the
     solution ||w + d - w_opt|| = O(||w - w_opt||^2): one correction turns a solution
