@@ -567,12 +567,20 @@ def test_run_refuses_bad_options_before_any_work(store_path, tmp_path, capsys, o
     assert os.listdir(tmp_path) == ["t.json"] and earlier.read_text() == "earlier results"
 
 
-def test_all_refuses_an_unknown_data_set(tmp_path):
+def test_all_refuses_an_unknown_data_set_and_passes_options_to_run(tmp_path, capsys):
     sys.path.insert(0, TOOLS)
     reproduce = importlib.import_module("reproduce")
     with pytest.raises(SystemExit, match="unknown data set 'a9b'"):
         reproduce.main(["all", "--quick", "--datasets", "a9b", "--store-dir", str(tmp_path)])
     assert os.listdir(tmp_path) == []
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a9a.svm.xz").write_bytes(b"")
+    with pytest.raises(SystemExit) as exc:  # run's own check, before the data is read
+        reproduce.main(["all", "--quick", "--data-dir", str(tmp_path / "data"), "--store-dir",
+                        str(tmp_path / "stores"), "--", "--sweep-max-iter", "0"])
+    assert exc.value.code == 2
+    assert "argument --sweep-max-iter: must be >= 1, got 0" in capsys.readouterr().err
+    assert not (tmp_path / "stores").exists()
 
 
 def test_a_converted_store_is_reused_only_for_the_same_text(a9a, tmp_path, make_svmlight):

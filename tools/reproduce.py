@@ -37,6 +37,7 @@ Examples::
 
     python tools/reproduce.py all                # everything, docs/results and docs/RESULTS.md
     python tools/reproduce.py all --quick        # a9a on a small protocol, in a scratch folder
+    python tools/reproduce.py all --datasets a9a,w8a -- --sweep-max-iter 50
     python tools/reproduce.py run /work/shared/data/a9a.svm.xz --name a9a
     python tools/reproduce.py report docs/results/*.json --out docs/results/tables.md \\
         --page docs/RESULTS.md
@@ -81,10 +82,11 @@ QUICK = dict(partitions=1, parts_per_partition=3, log2_sigmas=[-20, -8, -3, 2],
 SYNTH_ROWS = 200_000
 
 
-def datasets(data_dir, bench_data):
+def datasets(data_dir, bench_data, synth_rows=SYNTH_ROWS):
     """The data sets of ``all``: name, svmlight file, how to make it if it is missing
     (None: it must exist) and options of ``run`` for it."""
-    synth = os.path.join(bench_data, "reproduce", "synth.svm")
+    synth = os.path.join(bench_data, "reproduce", "synth.svm" if synth_rows == SYNTH_ROWS
+                         else f"synth-{synth_rows}.svm")
     return [
         ("a9a", os.path.join(data_dir, "a9a.svm.xz"), None, []),
         ("w8a", os.path.join(data_dir, "w8a.svm.xz"), None, []),
@@ -94,7 +96,7 @@ def datasets(data_dir, bench_data):
           "--out-dir", bench_data], []),
         ("synth", synth,
          [sys.executable, os.path.join(ROOT, "tools", "make_synthetic.py"), synth,
-          "--rows", str(SYNTH_ROWS), "--seed", "0"], []),
+          "--rows", str(synth_rows), "--seed", "0"], []),
     ]
 
 
@@ -210,7 +212,7 @@ def run(args):
                   "w* is line-search Newton's solution with no tolerance, then one Newton "
                   "step solved by CG to 1e-8; the norm of a second such step estimates its "
                   "error. Order: the least-squares slope of log e_k+1 against log e_k over "
-                  "the last 4 steps above the floor (10 x that estimate for e = ||w - w*||, "
+                  "the last 3 steps above the floor (10 x that estimate for e = ||w - w*||, "
                   "10 x ||grad L(w*)|| for ||grad||), the steps that stalled at the end left "
                   "out, and the last step of a run that stopped at float64's resolution of "
                   "L (its reductions below 1e-12 |L|): about 1 for linear convergence, 2 for "
@@ -274,7 +276,7 @@ def report(args):
 def run_all(args, run_options):
     """``run`` on every data set of :func:`datasets` (made first where missing), then
     ``report`` over their results."""
-    chosen = datasets(args.data_dir, args.bench_data)
+    chosen = datasets(args.data_dir, args.bench_data, args.synth_rows)
     if args.quick:
         chosen = chosen[:1]
     if args.datasets:
@@ -360,7 +362,12 @@ def main(argv=None):
     p.add_argument("--out-dir", help="default docs/results (--quick: STORE_DIR/quick)")
     p.add_argument("--store-dir", default=os.path.join(ROOT, "bench-data", "reproduce"))
     p.add_argument("--page", help="default docs/RESULTS.md (--quick: none)")
+    p.add_argument("--synth-rows", type=_positive_int, default=SYNTH_ROWS,
+                   help="rows of the synthetic set (made if missing; its file name says them)")
     p.add_argument("--no-plots", action="store_true")
+    p.add_argument("run_options", nargs=argparse.REMAINDER,
+                   help="after --: options of run for every data set (e.g. -- "
+                   "--sweep-max-iter 50)")
     p.set_defaults(func=None)
     p = sub.add_parser("render", help="summarise results files again and rewrite their "
                        "tables and figures (beside them)")
@@ -384,8 +391,9 @@ def main(argv=None):
             args.page = os.path.join(ROOT, "docs", "RESULTS.md")
         if args.page is not None and not os.path.isfile(args.page):
             all_parser.error(f"argument --page: no such file: {args.page!r}")
+        extra = args.run_options[1:] if args.run_options[:1] == ["--"] else args.run_options
         return run_all(args, [*(["--quick"] if args.quick else []),
-                              *(["--no-plots"] if args.no_plots else [])])
+                              *(["--no-plots"] if args.no_plots else []), *extra])
     if args.func is run:  # before the data is read or converted
         if args.sigma_log2 is None and "sweep" not in (args.only or PARTS):
             run_parser.error("argument --sigma-log2: needed without the sweep, which "

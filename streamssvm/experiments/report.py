@@ -106,7 +106,7 @@ def observed_orders(grad_norms):
     return out
 
 
-def fitted_order(values, floor=0.0, last=4):
+def fitted_order(values, floor=0.0, last=3):
     """The order q of the last steps of a sequence converging to 0: the least-squares slope
     of log v_k+1 against log v_k over its last ``last`` steps (q ~ 1 linear, 2 quadratic).
 
