@@ -257,8 +257,32 @@ def warm_up(source, fold, methods, settings):
         train_and_score(source, small, m.loss, quick, m.sigma, m.solver, **m.options)
 
 
-def run_methods(source, folds, methods, settings, plateau=Plateau(), log=None):
+def best_hinge_objectives(sweep_runs):
+    """The lowest hinge objective of psi_G's solutions in a sweep, on each fold: the
+    tightest upper bound on the hinge problem's optimum P* that the sweep holds (at a
+    small sigma that met the rule, P* + 0.399 sigma at most, plus psi_G's own error).
+
+    Returns
+    -------
+    dict
+        fold digest -> the sweep run (``hinge_objective``, ``log2_sigma``, ``start``).
+    """
+    best = {}
+    for r in sweep_runs:
+        if r.get("hinge_objective") is not None and (
+                r["fold"] not in best or r["hinge_objective"] < best[r["fold"]]["hinge_objective"]):
+            best[r["fold"]] = r
+    return best
+
+
+def run_methods(source, folds, methods, settings, plateau=Plateau(), hinge_reference=None,
+                log=None):
     """Every method on every fold; stochastic solvers to ``plateau``.
+
+    Parameters
+    ----------
+    hinge_reference : dict, optional
+        :func:`best_hinge_objectives` of a sweep on the same folds.
 
     Returns
     -------
@@ -266,9 +290,12 @@ def run_methods(source, folds, methods, settings, plateau=Plateau(), log=None):
         One run per (method, fold): the method's fields and :func:`train_and_score`'s
         (:func:`train_to_plateau`'s for a stochastic solver). psi_G's runs also hold
         ``hinge_objective`` (Pegasos's objective at psi_G's solution); a hinge-loss run
-        after them holds ``gap_to_psi_g``: its objective minus that, on the same fold.
+        after them holds ``gap_to_psi_g``: its objective minus that, on the same fold; and
+        with ``hinge_reference``, ``gap_to_best_psi_g`` and ``best_psi_g_log2_sigma``: its
+        objective minus the sweep's lowest, and where that was.
     """
     warm_up(source, folds[0], methods, settings)
+    hinge_reference = hinge_reference or {}
     runs, hinge_at_psi_g = [], {}
     for m in methods:
         for fold in folds:
@@ -283,6 +310,10 @@ def run_methods(source, folds, methods, settings, plateau=Plateau(), log=None):
                     source, fold, settings, model)
             if m.loss == "hinge" and fold.digest in hinge_at_psi_g:
                 run["gap_to_psi_g"] = run["objective"] - hinge_at_psi_g[fold.digest]
+            if m.loss == "hinge" and fold.digest in hinge_reference:
+                best = hinge_reference[fold.digest]
+                run["gap_to_best_psi_g"] = run["objective"] - best["hinge_objective"]
+                run["best_psi_g_log2_sigma"] = best["log2_sigma"]
             runs.append(dict(method=m.method, losses=m.losses, loss=m.loss, sigma=m.sigma,
                              solver=m.solver, **run))
             if log:
@@ -305,7 +336,8 @@ def run_sigma_sweep(source, folds, settings, losses=SWEEP_LOSSES, log2_sigmas=SW
     -------
     list of dict
         One run per (loss, start, fold, sigma) with ``loss``, ``start``, ``log2_sigma`` and
-        :func:`train_and_score`'s fields.
+        :func:`train_and_score`'s fields; psi_G's runs also ``hinge_objective``
+        (:func:`hinge_objective`, for :func:`best_hinge_objectives`).
     """
     order = sorted(log2_sigmas, reverse=True)
     warm_up(source, folds[0], [Method("", "", loss, 2.0 ** order[0]) for loss in losses],
@@ -321,6 +353,8 @@ def run_sigma_sweep(source, folds, settings, losses=SWEEP_LOSSES, log2_sigmas=SW
                                                  xi=PAPER_XI)
                     if start == "warm":
                         w = model_weights(model)
+                    if loss == "psi_g":
+                        run["hinge_objective"] = hinge_objective(source, fold, settings, model)
                     runs.append(dict(loss=loss, start=start, log2_sigma=log2_sigma, **run))
                     if log:
                         log(f"{loss} {start} sigma 2^{log2_sigma} fold {fold.partition}."
