@@ -272,7 +272,7 @@ def tool_output(tmp_path_factory):
     with lzma.open(root / "data" / "a9a.svm.xz", "wb") as fh:
         fh.write(b"".join(lines))
     (root / "RESULTS.md").write_text(PAGE)
-    reproduce.main(["all", "--quick", "--data-dir", str(root / "data"),
+    reproduce.main(["all", "--quick", "--jobs", "2", "--data-dir", str(root / "data"),
                     "--store-dir", str(root / "stores"), "--page", str(root / "RESULTS.md")])
     return root / "stores" / "quick", reproduce, root / "RESULTS.md"
 
@@ -298,8 +298,10 @@ def cell(value):
 def test_the_quick_run_is_the_small_protocol(tool_output):
     out, reproduce, _ = tool_output
     results = read_json(out / "a9a.json")
-    assert sorted(os.listdir(out)) == ["a9a-convergence.png", "a9a-sweep.png", "a9a.json",
-                                       "a9a.md", "tables.md"] or "matplotlib" not in sys.modules
+    figures = ["a9a-convergence.png", "a9a-sweep.png"] if (out / "a9a-sweep.png").exists() else []
+    assert sorted(os.listdir(out)) == sorted(figures + ["a9a.json", "a9a.log", "a9a.md",
+                                                        "tables.md"])
+    assert "wrote" in (out / "a9a.log").read_text()  # the run's log, from its own process
     p = results["protocol"]
     assert (p["n_partitions"], p["n_parts"], p["lam"]) == (1, 3, 1e-3)
     assert results["sweep"]["log2_sigmas"] == reproduce.QUICK["log2_sigmas"]
@@ -392,8 +394,10 @@ def test_the_cold_sweep_starts_every_sigma_from_zero(tool_output):
             at_zero = SmoothSVMObjective(train, loss, 1e-3, sigma=2.0 ** s).evaluate(
                 np.zeros(store.n_features))
             assert r["grad_norm_start"] == pytest.approx(at_zero.grad_norm, rel=1e-12)
+        # on one kernel thread, as the quick run's process: the same sums, the same run
         model = train_stream(train, loss="psi_m", sigma=2.0 ** -8, lam=1e-3, tol=0.0,
-                             abs_tol=1e-3, max_iter=30, solver="tron", progress=False)
+                             abs_tol=1e-3, max_iter=30, solver="tron", progress=False,
+                             n_threads=1)
     alone = runs["psi_m", "cold", -8]
     assert (alone["n_iter"], alone["objective"]) == (model.params["n_iter"],
                                                     model.params["objective"])
@@ -594,6 +598,13 @@ def test_all_refuses_an_unknown_data_set_and_passes_options_to_run(tmp_path, cap
     assert exc.value.code == 2
     assert "argument --sweep-max-iter: must be >= 1, got 0" in capsys.readouterr().err
     assert not (tmp_path / "stores").exists()
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit, match=r"failed: a9a \(exit 2, see .*a9a.log\)"):
+        reproduce.main(["all", "--quick", "--jobs", "2", "--data-dir", str(tmp_path / "data"),
+                        "--out-dir", str(out), "--store-dir", str(tmp_path / "stores"), "--",
+                        "--sweep-max-iter", "0"])
+    assert "argument --sweep-max-iter: must be >= 1, got 0" in (out / "a9a.log").read_text()
+    assert os.listdir(out) == ["a9a.log"]
 
 
 def test_a_converted_store_is_reused_only_for_the_same_text(a9a, tmp_path, make_svmlight):

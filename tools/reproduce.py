@@ -35,7 +35,7 @@ Subcommands:
 
 Examples::
 
-    python tools/reproduce.py all                # everything, docs/results and docs/RESULTS.md
+    python tools/reproduce.py all --jobs 2       # everything, docs/results and docs/RESULTS.md
     python tools/reproduce.py all --quick        # a9a on a small protocol, in a scratch folder
     python tools/reproduce.py all --datasets a9a,w8a -- --sweep-max-iter 50
     python tools/reproduce.py run /work/shared/data/a9a.svm.xz --name a9a
@@ -278,7 +278,9 @@ def report(args):
 
 def run_all(args, run_options):
     """``run`` on every data set of :func:`datasets` (made first where missing), then
-    ``report`` over their results."""
+    ``report`` over their results. With ``args.jobs`` > 1, the data sets run in that many
+    processes at once, largest first, each on one kernel thread (a core each, rather than
+    threads that share them), its log in OUT/NAME.log."""
     chosen = datasets(args.data_dir, args.bench_data, args.synth_rows)
     if args.quick:
         chosen = chosen[:1]
@@ -289,18 +291,48 @@ def run_all(args, run_options):
             raise SystemExit(f"reproduce.py all: error: unknown data set {unknown[0]!r}")
         chosen = [d for d in chosen if d[0] in names]
     start = time.perf_counter()
-    paths = []
+    commands = []
     for name, path, make, options in chosen:
         if not os.path.exists(path):
             if make is None:
                 raise SystemExit(f"reproduce.py all: error: {path} does not exist")
             log(f"making {path}")
             subprocess.run(make, check=True, env=repo_env())
-        paths.append(main(["run", path, "--name", name, "--out-dir", args.out_dir,
-                           "--store-dir", args.store_dir, *options, *run_options]))
+        commands.append((name, path, ["run", path, "--name", name, "--out-dir", args.out_dir,
+                                      "--store-dir", args.store_dir, *options, *run_options]))
+    if args.jobs == 1:
+        paths = [main(command) for _, _, command in commands]
+    else:
+        paths = run_in_processes(commands, args.jobs, args.out_dir)
     main(["report", *paths, "--out", os.path.join(args.out_dir, "tables.md"),
           *(["--page", args.page] if args.page else [])])
     log(f"all: {time.perf_counter() - start:.0f} s of wall time")
+
+
+def run_in_processes(commands, jobs, out_dir):
+    """Each ``(name, path, run's argv)`` in a process of its own, ``jobs`` at a time, the
+    largest input first; the results files, in the order of ``commands``."""
+    os.makedirs(out_dir, exist_ok=True)
+    env = dict(repo_env(), NUMBA_NUM_THREADS="1")
+    waiting = sorted(commands, key=lambda c: os.path.getsize(c[1]), reverse=True)
+    running, failed = [], []
+    while waiting or running:
+        while waiting and len(running) < jobs:
+            name, _, command = waiting.pop(0)
+            log_path = os.path.join(out_dir, f"{name}.log")
+            with open(log_path, "w") as fh:
+                process = subprocess.Popen([sys.executable, os.path.abspath(__file__), *command],
+                                           stdout=fh, stderr=subprocess.STDOUT, env=env)
+            running.append((name, log_path, process))
+            log(f"{name}: started (log {log_path})")
+        name, log_path, process = running.pop(0)
+        if process.wait():
+            failed.append(f"{name} (exit {process.returncode}, see {log_path})")
+        else:
+            log(f"{name}: done")
+    if failed:
+        raise SystemExit("reproduce.py all: error: failed: " + ", ".join(failed))
+    return [os.path.join(out_dir, f"{name}.json") for name, _, _ in commands]
 
 
 def main(argv=None):
@@ -365,6 +397,8 @@ def main(argv=None):
     p.add_argument("--out-dir", help="default docs/results (--quick: STORE_DIR/quick)")
     p.add_argument("--store-dir", default=os.path.join(ROOT, "bench-data", "reproduce"))
     p.add_argument("--page", help="default docs/RESULTS.md (--quick: none)")
+    p.add_argument("--jobs", type=_positive_int, default=1,
+                   help="data sets at once, each in a process on one kernel thread")
     p.add_argument("--synth-rows", type=_positive_int, default=SYNTH_ROWS,
                    help="rows of the synthetic set (made if missing; its file name says them)")
     p.add_argument("--no-plots", action="store_true")
