@@ -300,7 +300,9 @@ def test_the_quick_run_is_the_small_protocol(tool_output):
     results = read_json(out / "a9a.json")
     figures = ["a9a-convergence.png", "a9a-sweep.png"] if (out / "a9a-sweep.png").exists() else []
     assert sorted(os.listdir(out)) == sorted(figures + ["a9a.json", "a9a.log", "a9a.md",
-                                                        "tables.md"])
+                                                        "all.json", "tables.md"])
+    run = json.loads((out / "all.json").read_text())
+    assert run["jobs"] == 1 and run["datasets"] == ["a9a"] and run["wall_seconds"] > 0
     assert "wrote" in (out / "a9a.log").read_text()  # the run's log, from its own process
     p = results["protocol"]
     assert (p["n_partitions"], p["n_parts"], p["lam"]) == (1, 3, 1e-3)
@@ -501,13 +503,16 @@ def test_the_page_is_rendered_from_the_json_around_its_prose(tool_output, tmp_pa
     out, reproduce, page = tool_output
     results = read_json(out / "a9a.json")
     text = page.read_text()
-    assert text == render_page(PAGE, [results])
+    run = json.loads((out / "all.json").read_text())
+    assert text == render_page(PAGE, [results], run)
     assert "stale" not in text
+    assert (f"The whole reproduction (`all`, 1 data set at a time): "
+            f"{run['wall_seconds'] / 60:.1f} min of wall time") in text
     for prose in ("# Results\n\nProse the render keeps.\n\n<!-- BEGIN datasets -->\n",
                   "<!-- END datasets -->\n\nMore prose.\n\n", "<!-- END claims -->\n"
                   "Last line.\n"):
         assert prose in text
-    assert render_page(text, [results]) == text  # rendering again changes nothing
+    assert render_page(text, [results], run) == text  # rendering again changes nothing
     datasets, accuracy, _, sweep, pegasos, convergence, claims = markdown_tables(text)
     assert datasets[1][0] == "a9a" and datasets[1][3].startswith(
         f"2^{results['methods']['sigma_log2']:g} (sweep)")

@@ -45,6 +45,7 @@ Examples::
 
 import argparse
 import hashlib
+import json
 import os
 import platform
 import subprocess
@@ -75,6 +76,7 @@ from streamssvm.experiments.runner import SWEEP_LOG2_SIGMAS, best_hinge_objectiv
 from tool_args import existing_file, repo_env  # noqa: E402
 
 PARTS = ("sweep", "methods", "convergence")  # in this order: the sweep picks the sigma
+RUN_FILE = "all.json"  # beside the results: all's wall time, for the page
 # --quick: a protocol small enough for the test suite (every part, every kind of run)
 QUICK = dict(partitions=1, parts_per_partition=3, log2_sigmas=[-20, -8, -3, 2],
              sweep_max_iter=30, max_iter=100, pegasos_chunk=5, pegasos_max_epochs=20,
@@ -268,8 +270,13 @@ def report(args):
             fh.write(text)
     log(f"wrote {args.out}")
     if args.page:
+        run_path = os.path.join(os.path.dirname(os.path.abspath(args.results[0])), RUN_FILE)
+        recorded = None
+        if os.path.exists(run_path):
+            with open(run_path) as fh:
+                recorded = json.load(fh)
         with open(args.page) as fh:
-            page = render_page(fh.read(), results)
+            page = render_page(fh.read(), results, recorded)
         with atomic_output(args.page, overwrite=True) as tmp:
             with open(tmp, "w") as fh:
                 fh.write(page)
@@ -304,9 +311,14 @@ def run_all(args, run_options):
         paths = [main(command) for _, _, command in commands]
     else:
         paths = run_in_processes(commands, args.jobs, args.out_dir)
+    wall = time.perf_counter() - start
+    with atomic_output(os.path.join(args.out_dir, RUN_FILE), overwrite=True) as tmp:
+        with open(tmp, "w") as fh:
+            json.dump(dict(wall_seconds=wall, jobs=min(args.jobs, len(commands)),
+                           datasets=[name for name, _, _ in commands]), fh, indent=1)
     main(["report", *paths, "--out", os.path.join(args.out_dir, "tables.md"),
           *(["--page", args.page] if args.page else [])])
-    log(f"all: {time.perf_counter() - start:.0f} s of wall time")
+    log(f"all: {wall:.0f} s of wall time")
 
 
 def run_in_processes(commands, jobs, out_dir):

@@ -345,9 +345,10 @@ def comparison_tables(results_list):
     return (_table(header, accuracy), _table(header, seconds))
 
 
-def datasets_table(results_list):
+def datasets_table(results_list, run=None):
     """What ran on each data set: its size, the methods' sigma and where it came from, the
-    runs of each part and the wall time."""
+    runs of each part, the passes and the wall time; with ``run`` (``all``'s record:
+    ``wall_seconds``, ``jobs``), the wall time of the whole."""
     rows = []
     for r in results_list:
         d = r["dataset"]
@@ -366,9 +367,12 @@ def datasets_table(results_list):
                      f"{work_passes(r):,}",
                      f"{sum(r.get('timings', {}).values()) / 60:.1f} min"])
     total = sum(sum(r.get("timings", {}).values()) for r in results_list)
+    whole = (f"Summed over the data sets: {total / 60:.1f} min." if run is None else
+             f"The whole reproduction (`all`, {run['jobs']} data set"
+             f"{'s' if run['jobs'] > 1 else ''} at a time): {run['wall_seconds'] / 60:.1f} "
+             f"min of wall time; summed over the data sets: {total / 60:.1f} min.")
     return _table(["data set", "rows x features", "nonzeros", "sigma (methods)", "methods",
-                   "sweep", "convergence", "passes", "wall time"], rows) + (
-        f"\n\nWall time of the whole reproduction: {total / 60:.1f} min.")
+                   "sweep", "convergence", "passes", "wall time"], rows) + "\n\n" + whole
 
 
 def work_passes(results):
@@ -525,11 +529,13 @@ PAGE_BLOCKS = {
 }
 
 
-def render_page(text, results_list):
+def render_page(text, results_list, run=None):
     """``text`` (docs/RESULTS.md) with each block between ``<!-- BEGIN name -->`` and
-    ``<!-- END name -->`` (``name`` in :data:`PAGE_BLOCKS`) rendered again from the results;
-    the prose around the blocks is kept as it is."""
-    for name, render in PAGE_BLOCKS.items():
+    ``<!-- END name -->`` (``name`` in :data:`PAGE_BLOCKS`) rendered again from the results
+    (and ``run``, for :func:`datasets_table`); the prose around the blocks is kept as it
+    is."""
+    blocks = dict(PAGE_BLOCKS, datasets=lambda rs: datasets_table(rs, run))
+    for name, render in blocks.items():
         begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
         if begin not in text:
             continue
