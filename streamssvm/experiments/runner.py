@@ -216,7 +216,8 @@ def train_to_plateau(source, fold, loss, settings, plateau, solver="pegasos", **
     -------
     model : Model
     run : dict
-        :func:`train_and_score`'s fields (``seconds``: all chunks), ``path`` (epochs and
+        :func:`train_and_score`'s fields (``seconds``: the wall time of all chunks;
+        ``solver_seconds``: the solver's time in all of them), ``path`` (epochs and
         objective after each chunk) and ``stopped`` (``"plateau"`` or ``"max_epochs"``).
     """
     train = RowSubset(source, fold.train_rows)
@@ -234,9 +235,9 @@ def train_to_plateau(source, fold, loss, settings, plateau, solver="pegasos", **
             if len(path) > 1 and abs(path[-2]["f"] - f) <= plateau.rtol * abs(f):
                 stopped = "plateau"
                 break
-    run = _scored(model, source, fold, train, seconds)
-    run["solver_seconds"] = None  # the chunks' solver times overlap their resumed totals
-    return model, dict(run, path=path, stopped=stopped)
+    # solver_seconds: the last chunk's, which a resumed run counts from the first chunk on
+    return model, dict(_scored(model, source, fold, train, seconds), path=path,
+                       stopped=stopped)
 
 
 def hinge_objective(source, fold, settings, model):
