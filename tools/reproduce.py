@@ -3,8 +3,9 @@
 Subcommands:
 
 ``all``
-    The whole reproduction, one data set after another (a9a, w8a, ijcnn1, the news20
-    rebuild, the synthetic set), then ``report`` and the tables of docs/RESULTS.md again.
+    The whole reproduction on a9a, w8a, ijcnn1, the news20 rebuild and the synthetic set
+    (one after another, or --jobs at a time), then ``report`` and the blocks of
+    docs/RESULTS.md again.
     ``--quick``: a9a alone, on a small protocol, into a scratch folder (the test suite's).
 
 ``run DATA --name NAME``

@@ -485,9 +485,10 @@ def tight_solution(source, loss, sigma, settings, max_iter=200):
     objective = SmoothSVMObjective(source, loss, settings.lam, sigma=sigma,
                                    fit_intercept=settings.fit_intercept)
     w = model_weights(model)
-    d1, _ = newton_correction(objective, w)
-    w_star = w + d1
-    d2, grad_norm = newton_correction(objective, w_star)
+    with threadpool_limits(1, user_api="blas"):
+        d1, _ = newton_correction(objective, w)
+        w_star = w + d1
+        d2, grad_norm = newton_correction(objective, w_star)
     p = model.params
     return w_star, dict(solver="newton", n_iter=p["n_iter"], message=p["message"],
                         grad_norm=p["grad_norm"], correction=float(np.linalg.norm(d1)),
