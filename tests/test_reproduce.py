@@ -190,6 +190,7 @@ def test_the_distances_are_to_a_tight_solution(store_path):
     assert at_star.grad_norm == pytest.approx(star["grad_norm_corrected"])
     assert star["grad_norm_corrected"] < 1e-3 * star["grad_norm"]
     assert star["distance_floor"] < 1e-3 * star["correction"]
+    assert 1 <= star["correction_cg_steps"] < 500 and star["correction_residual"] <= 1e-8
     for run in runs:
         e = [h["distance"] for h in run["history"]]
         assert run["w_star"] == star

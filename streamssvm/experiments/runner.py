@@ -435,7 +435,7 @@ def timed_without_compiling(fit):
             return result, seconds
 
 
-def newton_correction(objective, w, rtol=1e-8, max_steps=1000):
+def newton_correction(objective, w, rtol=1e-8, max_steps=500):
     """The Newton step d = -H(w)^-1 grad L(w), by conjugate gradient on the objective's
     Hessian products to ||H d + g|| <= ``rtol`` ||g|| (or ``max_steps`` products). Near the
     solution ||w + d - w_opt|| = O(||w - w_opt||^2): one correction turns a solution
@@ -447,22 +447,25 @@ def newton_correction(objective, w, rtol=1e-8, max_steps=1000):
     d : array of shape (n_variables,)
     grad_norm : float
         ||grad L(w)||.
+    steps : int
+        Hessian products.
+    residual : float
+        ||H d + g|| / ||g||.
     """
     state = objective.evaluate(w)
     g = state.grad
     d, r = np.zeros_like(g), -g
     p, rr = r.copy(), float(r @ r)
-    stop = (rtol * np.sqrt(rr)) ** 2
-    for _ in range(max_steps):
-        if rr <= stop:
-            break
+    g2, steps = rr, 0
+    while rr > rtol ** 2 * g2 and steps < max_steps:
         hp = objective.hessp(state, p)
+        steps += 1
         alpha = rr / float(p @ hp)
         d += alpha * p
         r -= alpha * hp
         rr, rr_old = float(r @ r), rr
         p = r + (rr / rr_old) * p
-    return d, state.grad_norm
+    return d, state.grad_norm, steps, float(np.sqrt(rr / g2)) if g2 > 0 else 0.0
 
 
 def tight_solution(source, loss, sigma, settings, max_iter=200):
@@ -476,9 +479,9 @@ def tight_solution(source, loss, sigma, settings, max_iter=200):
     w : array of shape (n_variables,)
     record : dict
         ``solver``, ``n_iter``, ``message``, ``grad_norm`` (after the solver),
-        ``correction`` (the norm of the correction applied), ``grad_norm_corrected`` (at
-        w*) and ``distance_floor``: the norm of a second correction, an estimate of
-        ||w* - w_opt||.
+        ``correction`` (the norm of the correction applied), ``correction_cg_steps`` and
+        ``correction_residual`` (its CG), ``grad_norm_corrected`` (at w*) and
+        ``distance_floor``: the norm of a second correction, an estimate of ||w* - w_opt||.
     """
     tight = replace(settings, tol=0.0, abs_tol=0.0, max_iter=max_iter)
     model = _fit(source, loss, tight, sigma, solver="newton")
@@ -486,12 +489,13 @@ def tight_solution(source, loss, sigma, settings, max_iter=200):
                                    fit_intercept=settings.fit_intercept)
     w = model_weights(model)
     with threadpool_limits(1, user_api="blas"):
-        d1, _ = newton_correction(objective, w)
+        d1, _, steps, residual = newton_correction(objective, w)
         w_star = w + d1
-        d2, grad_norm = newton_correction(objective, w_star)
+        d2, grad_norm, _, _ = newton_correction(objective, w_star)
     p = model.params
     return w_star, dict(solver="newton", n_iter=p["n_iter"], message=p["message"],
                         grad_norm=p["grad_norm"], correction=float(np.linalg.norm(d1)),
+                        correction_cg_steps=steps, correction_residual=residual,
                         grad_norm_corrected=grad_norm,
                         distance_floor=float(np.linalg.norm(d2)))
 
