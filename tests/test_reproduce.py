@@ -258,6 +258,10 @@ More prose.
 <!-- END convergence -->
 <!-- BEGIN claims -->
 <!-- END claims -->
+<!-- BEGIN sweep-figures -->
+<!-- END sweep-figures -->
+<!-- BEGIN convergence-figures -->
+<!-- END convergence-figures -->
 Last line.
 """
 
@@ -505,16 +509,21 @@ def test_the_page_is_rendered_from_the_json_around_its_prose(tool_output, tmp_pa
     results = read_json(out / "a9a.json")
     text = page.read_text()
     run = json.loads((out / "all.json").read_text())
-    assert text == render_page(PAGE, [results], run)
+    assert text == render_page(PAGE, [results], run, "stores/quick")
     assert "stale" not in text
     assert (f"The whole reproduction (`all`, 1 data set at a time): "
             f"{run['wall_seconds'] / 60:.1f} min of wall time") in text
     for prose in ("# Results\n\nProse the render keeps.\n\n<!-- BEGIN datasets -->\n",
-                  "<!-- END datasets -->\n\nMore prose.\n\n", "<!-- END claims -->\n"
+                  "<!-- END datasets -->\n\nMore prose.\n\n", "<!-- END convergence-figures -->\n"
                   "Last line.\n"):
         assert prose in text
-    assert render_page(text, [results], run) == text  # rendering again changes nothing
-    datasets, accuracy, _, sweep, pegasos, convergence, claims = markdown_tables(text)
+    assert render_page(text, [results], run, "stores/quick") == text  # again: the same
+    (datasets, accuracy, _, sweep, pegasos, convergence, claims, sweep_figures,
+     convergence_figures) = markdown_tables(text)
+    for table, part in ((sweep_figures, "sweep"), (convergence_figures, "convergence")):
+        assert table[1] == [f"![a9a](stores/quick/a9a-{part}.png)", ""]
+        assert (page.parent / "stores" / "quick" / f"a9a-{part}.png").exists() or (
+            "matplotlib" not in sys.modules)
     assert datasets[1][0] == "a9a" and datasets[1][3].startswith(
         f"2^{results['methods']['sigma_log2']:g} (sweep)")
     by = {s["loss"]: s for s in results["methods"]["summary"]}

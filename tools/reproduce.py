@@ -276,8 +276,10 @@ def report(args):
         if os.path.exists(run_path):
             with open(run_path) as fh:
                 recorded = json.load(fh)
+        folder = os.path.relpath(os.path.dirname(os.path.abspath(args.results[0])),
+                                 os.path.dirname(os.path.abspath(args.page)))
         with open(args.page) as fh:
-            page = render_page(fh.read(), results, recorded)
+            page = render_page(fh.read(), results, recorded, folder)
         with atomic_output(args.page, overwrite=True) as tmp:
             with open(tmp, "w") as fh:
                 fh.write(page)

@@ -6,6 +6,7 @@ standard deviations; every table and figure here reads only that dict, so what t
 say is what the JSON says.
 """
 
+import functools
 import json
 import math
 
@@ -529,12 +530,26 @@ PAGE_BLOCKS = {
 }
 
 
-def render_page(text, results_list, run=None):
+def figures_grid(results_list, part, folder):
+    """The figures of one part (``"sweep"`` or ``"convergence"``) of the data sets that ran
+    it, two to a row, linked as ``folder/NAME-part.png``."""
+    cells = [f"![{r['dataset']['name']}]({folder}/{r['dataset']['name']}-{part}.png)"
+             for r in results_list if part in r]
+    if len(cells) % 2:
+        cells.append("")
+    return _table(["", ""], [cells[i:i + 2] for i in range(0, len(cells), 2)])
+
+
+def render_page(text, results_list, run=None, folder="results"):
     """``text`` (docs/RESULTS.md) with each block between ``<!-- BEGIN name -->`` and
-    ``<!-- END name -->`` (``name`` in :data:`PAGE_BLOCKS`) rendered again from the results
-    (and ``run``, for :func:`datasets_table`); the prose around the blocks is kept as it
-    is."""
-    blocks = dict(PAGE_BLOCKS, datasets=lambda rs: datasets_table(rs, run))
+    ``<!-- END name -->`` (``name`` in :data:`PAGE_BLOCKS`, ``sweep-figures`` or
+    ``convergence-figures``) rendered again from the results (and ``run``, for
+    :func:`datasets_table`; figures linked from ``folder``, relative to the page); the
+    prose around the blocks is kept as it is."""
+    blocks = dict(PAGE_BLOCKS, datasets=lambda rs: datasets_table(rs, run),
+                  **{f"{part}-figures": functools.partial(figures_grid, part=part,
+                                                          folder=folder)
+                     for part in ("sweep", "convergence")})
     for name, render in blocks.items():
         begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
         if begin not in text:
