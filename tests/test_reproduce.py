@@ -1,11 +1,12 @@
 """The reproduction of the paper's experiments: protocol, runs on identical folds, reports.
 
-The data set is the first rows of a9a, written to a real store; every training and test set
-is a RowSubset of it.
+The data set is the first rows of a9a: written to a real store for the runs, and as the
+a9a file of ``reproduce.py all --quick``; every training and test set is a RowSubset.
 """
 
 import importlib
 import json
+import lzma
 import os
 import re
 import sys
@@ -15,15 +16,17 @@ import numpy as np
 import pytest
 from numba.core import event as numba_event
 
-from shared_data import load_shared
-from streamssvm.data import InMemorySource, Store, write_store
+from shared_data import DATA, load_shared
+from streamssvm.data import InMemorySource, RowSubset, Store, write_store
 from streamssvm import train_stream
-from streamssvm.experiments import (Settings, make_folds, observed_orders, partition_labels,
-                                    read_json, render_markdown, run_convergence,
-                                    summarize_results, train_and_score)
+from streamssvm.experiments import (Plateau, Settings, chosen_sigma, fitted_order, make_folds,
+                                    observed_orders, partition_labels, read_json,
+                                    render_markdown, render_page, run_convergence,
+                                    summarize_results, train_and_score, train_to_plateau)
 from streamssvm.experiments import runner
-from streamssvm.experiments.runner import accepted_history
+from streamssvm.experiments.runner import accepted_history, tight_solution
 from streamssvm.experiments.report import comparison_tables, mean_std, summarize
+from streamssvm.objective import SmoothSVMObjective
 
 TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
 N_ROWS = 1500
@@ -109,6 +112,41 @@ def test_a_run_scores_a_model_of_its_training_rows_on_its_test_rows(store_path, 
         predicted = np.where(X[rows] @ model.coef_ > 0, 1.0, -1.0)
         assert run[field] == pytest.approx(np.mean(predicted == y[rows]), abs=2.5 / len(rows))
     assert run["train_accuracy"] > 0.75 and run["test_accuracy"] > 0.75
+    assert run["objective"] == pytest.approx(model.params["objective"], rel=1e-3)
+
+
+def test_a_run_to_a_plateau_is_one_uninterrupted_run(store_path):
+    """Pegasos in chunks resumed from checkpoints ends where one run of as many epochs does,
+    and stops at the first chunk whose objective changed by at most rtol |f|."""
+    fold = make_folds(N_ROWS, n_partitions=1, n_parts=5, seed=0)[0]
+    settings = Settings(lam=1e-3)
+    plateau = Plateau(rtol=2e-2, chunk=3, max_epochs=30)
+    with Store(store_path) as store:
+        model, run = train_to_plateau(store, fold, "hinge", settings, plateau, eval_every=0)
+        train = RowSubset(store, fold.train_rows)
+        once = train_stream(train, loss="hinge", solver="pegasos", lam=1e-3, seed=0,
+                            max_iter=run["n_iter"], eval_every=0, progress=False)
+    np.testing.assert_array_equal(model.coef_, once.coef_)
+    f = [p["f"] for p in run["path"]]
+    assert [p["epochs"] for p in run["path"]] == list(range(3, 3 * len(f) + 1, 3))
+    changes = [abs(a - b) / abs(b) for a, b in zip(f, f[1:])]
+    assert run["stopped"] == "plateau" and changes[-1] <= 2e-2
+    assert all(c > 2e-2 for c in changes[:-1])
+    assert run["objective"] == f[-1] == once.params["objective"]
+
+
+def test_the_sigma_of_the_methods_is_the_sweeps_best():
+    def row(loss, s, acc, start="cold"):
+        return dict(loss=loss, start=start, log2_sigma=s, test_accuracy={"mean": acc})
+
+    summary = [row("psi_g", -3, 0.90), row("psi_m", -3, 0.80), row("psi_g", 0, 0.86),
+               row("psi_m", 0, 0.86), row("psi_g", -6, 0.9), row("psi_m", -6, 0.7),
+               row("psi_g", 2, 0.99, "warm")]  # warm runs do not count
+    assert chosen_sigma(summary) == 0  # mean 0.86 > 0.85 > 0.80
+    summary += [row("psi_g", 1, 0.86), row("psi_m", 1, 0.86)]
+    assert chosen_sigma(summary) == 1  # a tie: the larger sigma
+    with pytest.raises(ValueError, match="no cold-start runs"):
+        chosen_sigma([row("psi_g", 2, 0.9, "warm")])
 
 
 def test_convergence_times_a_run_in_which_numba_compiled_nothing(store_path, monkeypatch):
@@ -117,26 +155,47 @@ def test_convergence_times_a_run_in_which_numba_compiled_nothing(store_path, mon
         return x + 1
 
     calls = []
+    tron = runner.SOLVERS["tron"]
 
-    def train(source, **kwargs):  # the real training, watched for compilation
+    def watched(objective, **kwargs):  # the real TRON, watched for compilation
         with numba_event.install_recorder("numba:compile") as compiled:
             if not calls:  # the first run compiles, as TRON's kernels do in a new process
                 fresh(1)
-            model = train_stream(source, **kwargs)
-        calls.append((kwargs, bool(compiled.buffer), model))
-        return model
+            result = tron(objective, **kwargs)
+        calls.append((objective.loss.name, kwargs, bool(compiled.buffer), result))
+        return result
 
-    monkeypatch.setattr(runner, "train_stream", train)
+    monkeypatch.setattr(runner, "SOLVERS", dict(runner.SOLVERS, tron=watched))
     with Store(store_path) as store:
         runs = run_convergence(store, [("psi_g", 2.0 ** -3), ("logistic", None)],
                                Settings(lam=1e-3), max_iter=10)
-    assert calls[0][1] and calls[1][0] == calls[0][0]  # the same run again
+    assert calls[0][2] and calls[1][:2] == calls[0][:2]  # the same run again
     last = {}
-    for kwargs, compiled, model in calls:
-        last[kwargs["loss"], kwargs["forcing"]] = compiled, model
+    for loss, kwargs, compiled, result in calls:
+        last[loss, kwargs["forcing"]] = compiled, result
     assert [(r["loss"], r["forcing"]) for r in runs] == list(last)
-    for run, (compiled, model) in zip(runs, last.values()):
-        assert not compiled and run["history"] == accepted_history(model)
+    for run, (compiled, result) in zip(runs, last.values()):
+        assert not compiled
+        assert [h["grad_norm"] for h in run["history"]] == [
+            h["grad_norm"] for h in accepted_history(result.history)]
+
+
+def test_the_distances_are_to_a_tight_solution(store_path):
+    settings = Settings(lam=1e-3)
+    with Store(store_path) as store:
+        w_star, star = tight_solution(store, "psi_g", 2.0 ** -3, settings)
+        runs = run_convergence(store, [("psi_g", 2.0 ** -3)], settings, max_iter=40)
+        at_star = SmoothSVMObjective(store, "psi_g", 1e-3, sigma=2.0 ** -3).evaluate(w_star)
+    # the Newton correction goes below what the solver's own tests resolve
+    assert at_star.grad_norm == pytest.approx(star["grad_norm_corrected"])
+    assert star["grad_norm_corrected"] < 1e-3 * star["grad_norm"]
+    assert star["distance_floor"] < 1e-3 * star["correction"]
+    assert 1 <= star["correction_cg_steps"] < 500 and star["correction_residual"] <= 1e-8
+    for run in runs:
+        e = [h["distance"] for h in run["history"]]
+        assert run["w_star"] == star
+        assert e[0] == pytest.approx(np.linalg.norm(w_star), rel=1e-12)  # from w = 0
+        assert e[-1] < 1e-5 * e[0]
 
 
 def test_observed_orders_of_known_sequences():
@@ -150,6 +209,25 @@ def test_observed_orders_of_known_sequences():
     assert observed_orders([1.0, 0.5]) == []
 
 
+def test_fitted_orders_of_known_sequences():
+    linear = [3.0 * 0.1 ** k for k in range(10)]
+    assert fitted_order(linear) == pytest.approx(1.0, abs=1e-9)
+    quadratic = [0.5 * 1e-1 ** (2 ** k) for k in range(4)]  # 5e-2, 5e-3, 5e-5, 5e-9
+    assert fitted_order(quadratic) == pytest.approx(2.0, abs=0.2)
+    # e_k+1 = e_k^2 exactly: the slope is 2 whatever the constant
+    exact = [0.3]
+    for _ in range(4):
+        exact.append(exact[-1] ** 2)
+    assert fitted_order(exact) == pytest.approx(2.0, rel=1e-9)
+    # the last steps: a linear start, then quadratic; values at the floor and a stall left out
+    mixed = [0.5 ** k for k in range(8)] + [0.5 ** 8 * 0.5 ** (2 ** k - 1) for k in range(1, 5)]
+    tail = mixed + [1e-20, 2e-20]
+    assert fitted_order(tail, floor=1e-15) == pytest.approx(fitted_order(mixed))
+    assert fitted_order(mixed + [mixed[-1] * 1.5]) == pytest.approx(fitted_order(mixed))
+    assert fitted_order(mixed) > 1.5 and fitted_order(mixed[:8]) == pytest.approx(1.0)
+    assert fitted_order([1.0, 0.1]) is None and fitted_order([1.0, 0.1, 0.01], floor=0.05) is None
+
+
 def test_mean_std_is_the_sample_deviation():
     stat = mean_std([0.9, 0.8, 1.0])
     assert stat["mean"] == pytest.approx(0.9)
@@ -158,22 +236,50 @@ def test_mean_std_is_the_sample_deviation():
 
 
 # ---------------------------------------------------------------------------------------
-# the tool, end to end: JSON, tables from it, figures
+# the tool, end to end: `all --quick` on a small a9a, JSON, tables from it, figures, page
+
+PAGE = """# Results
+
+Prose the render keeps.
+
+<!-- BEGIN datasets -->
+stale
+<!-- END datasets -->
+
+More prose.
+
+<!-- BEGIN tables -->
+<!-- END tables -->
+<!-- BEGIN sweep -->
+<!-- END sweep -->
+<!-- BEGIN pegasos -->
+<!-- END pegasos -->
+<!-- BEGIN convergence -->
+<!-- END convergence -->
+<!-- BEGIN claims -->
+<!-- END claims -->
+<!-- BEGIN sweep-figures -->
+<!-- END sweep-figures -->
+<!-- BEGIN convergence-figures -->
+<!-- END convergence-figures -->
+Last line.
+"""
 
 
 @pytest.fixture(scope="module")
-def tool_output(store_path, tmp_path_factory):
+def tool_output(tmp_path_factory):
     sys.path.insert(0, TOOLS)
     reproduce = importlib.import_module("reproduce")
-    out = tmp_path_factory.mktemp("results")
-    reproduce.main(["run", str(store_path), "--name", "tiny", "--sigma-log2", "-3",
-                    "--out-dir", str(out), "--partitions", "2", "--parts-per-partition", "3",
-                    "--methods-runs", "3", "--sweep-runs", "3", "--sweep-max-iter", "15",
-                    "--log2-sigmas=-8,-3,2", "--lam", "1e-3", "--max-iter", "15",
-                    "--epochs", "3",
-                    "--convergence-losses", "psi_g,logistic", "--convergence-max-iter", "30"])
-    reproduce.main(["report", str(out / "tiny.json"), "--out", str(out / "tables.md")])
-    return out, reproduce
+    root = tmp_path_factory.mktemp("reproduce-all")
+    (root / "data").mkdir()
+    with lzma.open(DATA / "a9a.svm.xz") as fh:
+        lines = fh.read().splitlines(keepends=True)[:N_ROWS]
+    with lzma.open(root / "data" / "a9a.svm.xz", "wb") as fh:
+        fh.write(b"".join(lines))
+    (root / "RESULTS.md").write_text(PAGE)
+    reproduce.main(["all", "--quick", "--jobs", "2", "--data-dir", str(root / "data"),
+                    "--store-dir", str(root / "stores"), "--page", str(root / "RESULTS.md")])
+    return root / "stores" / "quick", reproduce, root / "RESULTS.md"
 
 
 def markdown_tables(text):
@@ -194,13 +300,42 @@ def cell(value):
     return [float(x) for x in value.split(" ± ")]
 
 
+def test_the_quick_run_is_the_small_protocol(tool_output):
+    out, reproduce, _ = tool_output
+    results = read_json(out / "a9a.json")
+    figures = ["a9a-convergence.png", "a9a-sweep.png"] if (out / "a9a-sweep.png").exists() else []
+    assert sorted(os.listdir(out)) == sorted(figures + ["a9a.json", "a9a.log", "a9a.md",
+                                                        "all.json", "tables.md"])
+    run = json.loads((out / "all.json").read_text())
+    assert run["jobs"] == 1 and run["datasets"] == ["a9a"] and run["wall_seconds"] > 0
+    assert "wrote" in (out / "a9a.log").read_text()  # the run's log, from its own process
+    p = results["protocol"]
+    assert (p["n_partitions"], p["n_parts"], p["lam"]) == (1, 3, 1e-3)
+    assert results["sweep"]["log2_sigmas"] == reproduce.QUICK["log2_sigmas"]
+    assert results["dataset"]["n_samples"] == N_ROWS
+
+
 def test_the_tables_hold_the_numbers_of_the_json(tool_output):
-    out, _ = tool_output
-    results = read_json(out / "tiny.json")
-    text = (out / "tiny.md").read_text()
-    assert text == render_markdown(results, {"sweep": "tiny-sweep.png",
-                                             "convergence": "tiny-convergence.png"})
-    methods, sweep, convergence = markdown_tables(text)
+    out, _, _ = tool_output
+    results = read_json(out / "a9a.json")
+    text = (out / "a9a.md").read_text()
+    figures = {k: f"a9a-{k}.png" for k in ("sweep", "convergence") if (out / f"a9a-{k}.png")
+               .exists()}
+    assert text == render_markdown(results, figures)
+    cold, warm, methods, convergence = markdown_tables(text)
+
+    for table, start in ((cold, "cold"), (warm, "warm")):
+        by = {(s["loss"], s["log2_sigma"]): s for s in results["sweep"]["summary"]
+              if s["start"] == start}
+        assert [int(r[0]) for r in table[1:]] == [-20, -8, -3, 2]
+        for row in table[1:]:
+            for i, loss in enumerate(("psi_g", "psi_m")):
+                s = by[(loss, int(row[0]))]
+                for j, field in enumerate(("train_accuracy", "test_accuracy")):
+                    mean, std = cell(row[1 + 4 * i + j])
+                    assert mean == pytest.approx(100 * s[field]["mean"], abs=0.0051)
+                    assert std == pytest.approx(100 * s[field]["std"], abs=0.0051)
+                assert row[4 + 4 * i] == f"{s['n_converged']}/{s['n_runs']}"
 
     summary = results["methods"]["summary"]
     assert len(methods) == 1 + len(summary) == 7
@@ -211,92 +346,155 @@ def test_the_tables_hold_the_numbers_of_the_json(tool_output):
             mean, std = cell(row[col])
             assert mean == pytest.approx(s[field]["mean"] * scale, abs=0.51 * 10 ** -digits)
             assert std == pytest.approx(s[field]["std"] * scale, abs=0.51 * 10 ** -digits)
-        assert row[8] == f"{s['n_converged']}/{s['n_runs']}"
-
-    by = {(s["loss"], s["log2_sigma"]): s for s in results["sweep"]["summary"]}
-    assert [int(r[0]) for r in sweep[1:]] == [-8, -3, 2]
-    for row in sweep[1:]:
-        for i, loss in enumerate(("psi_g", "psi_m")):
-            s = by[(loss, int(row[0]))]
-            for j, field in enumerate(("train_accuracy", "test_accuracy")):
-                mean, std = cell(row[1 + 3 * i + j])
-                assert mean == pytest.approx(100 * s[field]["mean"], abs=0.0051)
-                assert std == pytest.approx(100 * s[field]["std"], abs=0.0051)
+        if s["loss"] == "hinge":
+            assert row[8] == f"{s['n_plateau']}/{s['n_runs']} plateau"
+            mean, std = cell(row[9])
+            assert mean == pytest.approx(s["gap_to_psi_g"]["mean"], abs=0.000051)
+        else:
+            assert row[8] == f"{s['n_converged']}/{s['n_runs']}" and row[9] == ""
 
     assert len(convergence) == 1 + 4
     for row, run in zip(convergence[1:], results["convergence"]["runs"]):
         assert row[0] == run["loss"] and row[2] == run["forcing"]
         assert int(row[3]) == len(run["history"]) - 1
         g = [h["grad_norm"] for h in run["history"]]
+        e = [h["distance"] for h in run["history"]]
         assert float(row[7]) == pytest.approx(g[0], rel=0.01)
         assert float(row[8]) == pytest.approx(g[-1], rel=0.01)
-        assert row[9] == ", ".join(f"{r:.1e}" for r in np.divide(g[1:], g[:-1])[-4:])
-        orders = [None if x == "–" else float(x) for x in row[10].split(", ")]
-        assert orders == [None if q is None else pytest.approx(q, abs=0.0051)
-                          for q in run["observed_orders"][-4:]]
+        assert float(row[9]) == pytest.approx(e[-1], rel=0.01)
+        assert row[10] == ", ".join(f"{r:.1e}" for r in np.divide(e[1:], e[:-1])[-4:])
+        assert float(row[11]) == pytest.approx(run["fitted_order_distance"], abs=0.0051)
+        assert float(row[12]) == pytest.approx(run["fitted_order_grad"], abs=0.0051)
 
 
 def test_every_method_and_every_sigma_ran_on_identical_folds(tool_output):
-    out, _ = tool_output
-    results = read_json(out / "tiny.json")
-    folds = make_folds(N_ROWS, n_partitions=2, n_parts=3, seed=0)
+    out, _, _ = tool_output
+    results = read_json(out / "a9a.json")
+    folds = make_folds(N_ROWS, n_partitions=1, n_parts=3, seed=0)
     assert [f["digest"] for f in results["protocol"]["folds"]] == [f.digest for f in folds]
     assert [(f["n_train"], f["n_test"]) for f in results["protocol"]["folds"]] == [
         (len(f.train_rows), len(f.test_rows)) for f in folds]
-    first_partition = [f.digest for f in folds if f.partition == 0]
+    digests = [f.digest for f in folds]
     groups = {}
     for r in results["methods"]["runs"]:
         groups.setdefault((r["method"], r["losses"]), []).append(r["fold"])
     for r in results["sweep"]["runs"]:
-        groups.setdefault((r["loss"], r["log2_sigma"]), []).append(r["fold"])
-    assert len(groups) == 6 + 2 * 3
-    for key, digests in groups.items():
-        assert digests == first_partition, key
+        groups.setdefault((r["loss"], r["start"], r["log2_sigma"]), []).append(r["fold"])
+    assert len(groups) == 6 + 2 * 2 * 4
+    for key, fold_digests in groups.items():
+        assert fold_digests == digests, key
+
+
+def test_the_cold_sweep_starts_every_sigma_from_zero(tool_output):
+    """Cold runs start at w = 0 (their first gradient is that of L at 0, and a cold run is
+    an independent training); warm runs below the largest sigma start nearer a solution."""
+    out, _, _ = tool_output
+    results = read_json(out / "a9a.json")
+    fold = make_folds(N_ROWS, n_partitions=1, n_parts=3, seed=0)[1]
+    runs = {(r["loss"], r["start"], r["log2_sigma"]): r for r in results["sweep"]["runs"]
+            if r["fold"] == fold.digest}
+    with Store(results["dataset"]["store"]) as store:
+        train = RowSubset(store, fold.train_rows)
+        for (loss, start, s), r in runs.items():
+            if start != "cold":
+                continue
+            at_zero = SmoothSVMObjective(train, loss, 1e-3, sigma=2.0 ** s).evaluate(
+                np.zeros(store.n_features))
+            assert r["grad_norm_start"] == pytest.approx(at_zero.grad_norm, rel=1e-12)
+        # on one kernel thread, as the quick run's process: the same sums, the same run
+        model = train_stream(train, loss="psi_m", sigma=2.0 ** -8, lam=1e-3, tol=0.0,
+                             abs_tol=1e-3, max_iter=30, solver="tron", progress=False,
+                             n_threads=1)
+    alone = runs["psi_m", "cold", -8]
+    assert (alone["n_iter"], alone["objective"]) == (model.params["n_iter"],
+                                                    model.params["objective"])
+    for loss in ("psi_g", "psi_m"):
+        for s in (-20, -8, -3):
+            assert runs[loss, "warm", s]["grad_norm_start"] < runs[loss, "cold", s][
+                "grad_norm_start"] / 5
+        assert runs[loss, "warm", 2] == dict(runs[loss, "cold", 2], start="warm",
+                                             seconds=runs[loss, "warm", 2]["seconds"],
+                                             solver_seconds=runs[loss, "warm", 2][
+                                                 "solver_seconds"])
+
+
+def test_the_methods_use_the_sweeps_sigma_and_pegasos_reports_its_gap(tool_output):
+    out, _, _ = tool_output
+    results = read_json(out / "a9a.json")
+    methods = results["methods"]
+    assert methods["sigma_from"] == "sweep"
+    assert methods["sigma_log2"] == chosen_sigma(results["sweep"]["summary"])
+    for r in methods["runs"]:
+        if r["loss"] in ("psi_g", "psi_m"):
+            assert r["sigma"] == 2.0 ** methods["sigma_log2"]
+    psi_g = {r["fold"]: r for r in methods["runs"] if r["loss"] == "psi_g"}
+    pegasos = [r for r in methods["runs"] if r["loss"] == "hinge"]
+    assert len(pegasos) == 3
+    sweep = [r for r in results["sweep"]["runs"] if r["loss"] == "psi_g"]
+    assert all(r["hinge_objective"] <= r["objective"] for r in sweep)  # hinge <= psi_G
+    for r in pegasos:
+        assert r["gap_to_psi_g"] == pytest.approx(
+            r["objective"] - psi_g[r["fold"]]["hinge_objective"], rel=1e-12)
+        on_fold = [x for x in sweep if x["fold"] == r["fold"]]
+        best = min(on_fold, key=lambda x: x["hinge_objective"])
+        assert len(on_fold) == 2 * 4 and r["best_psi_g_log2_sigma"] == best["log2_sigma"]
+        assert r["gap_to_best_psi_g"] == r["objective"] - best["hinge_objective"]
+        # psi_G's solutions at the sweep's small sigmas are nearer the hinge's optimum than
+        # the methods' (here at least): the sweep's lowest is no higher
+        assert r["gap_to_best_psi_g"] >= r["gap_to_psi_g"] - 1e-9
+        assert r["path"][-1]["epochs"] == r["n_iter"] and r["stopped"] in ("plateau",
+                                                                         "max_epochs")
+        assert (r["stopped"] == "max_epochs") == (r["n_iter"] == 20)
+        # the hinge objective of psi_G's solution: psi_G >= hinge, and the hinge objective of
+        # a minimiser of psi_G's objective is below psi_G's objective there
+        assert psi_g[r["fold"]]["hinge_objective"] <= psi_g[r["fold"]]["objective"]
+
+
+def test_the_convergence_study_fits_the_orders_of_theorem_4(tool_output):
+    out, _, _ = tool_output
+    results = read_json(out / "a9a.json")
+    runs = {(r["loss"], r["forcing"]): r for r in results["convergence"]["runs"]}
+    assert sorted(runs) == [(loss, f) for loss in ("logistic", "psi_g")
+                            for f in ("constant", "quadratic")]
+    for (loss, forcing), run in runs.items():
+        e = [h["distance"] for h in run["history"]]
+        assert e[-1] < 1e-5 * e[0]
+        assert run["fitted_order_distance"] is not None and run["fitted_order_grad"] is not None
+        # psi_G and logistic are twice differentiable: xi_t = min(0.1, ||grad||) ends with an
+        # order near 2, xi_t = 0.1 with one near 1 (Theorem 4)
+        if forcing == "quadratic":
+            assert run["fitted_order_distance"] > 1.6
+            assert len(run["history"]) <= len(runs[loss, "constant"]["history"])
+        else:
+            assert run["fitted_order_distance"] < 1.4
 
 
 def test_the_json_summaries_are_those_of_its_runs(tool_output):
-    out, _ = tool_output
-    results = read_json(out / "tiny.json")
-    first_partition = [f["digest"] for f in results["protocol"]["folds"] if f["partition"] == 0]
+    out, _, _ = tool_output
+    results = read_json(out / "a9a.json")
+    digests = [f["digest"] for f in results["protocol"]["folds"]]
     for s in results["methods"]["summary"] + results["sweep"]["summary"]:
-        assert s["folds"] == first_partition and s["n_runs"] == 3
+        assert s["folds"] == digests and s["n_runs"] == 3
     recomputed = summarize_results(json.loads(json.dumps(results)))
-    assert recomputed["methods"]["summary"] == results["methods"]["summary"]
+    assert recomputed == results
     for s in results["sweep"]["summary"]:
         runs = [r for r in results["sweep"]["runs"]
-                if (r["loss"], r["log2_sigma"]) == (s["loss"], s["log2_sigma"])]
+                if (r["loss"], r["start"], r["log2_sigma"]) == (s["loss"], s["start"],
+                                                                s["log2_sigma"])]
         accuracy = [r["test_accuracy"] for r in runs]
         assert s["test_accuracy"]["mean"] == pytest.approx(np.mean(accuracy), rel=1e-12)
         assert s["test_accuracy"]["std"] == pytest.approx(np.std(accuracy, ddof=1), rel=1e-12)
     assert summarize([], ("loss",)) == []
 
 
-def test_the_sweep_warm_starts_from_larger_sigmas_and_convergence_is_recorded(tool_output):
-    out, _ = tool_output
-    results = read_json(out / "tiny.json")
-    runs = results["sweep"]["runs"]
-    first = [r["log2_sigma"] for r in runs if r["loss"] == "psi_g"][:3]
-    assert first == [2, -3, -8]
-    for run in results["convergence"]["runs"]:
-        g = [h["grad_norm"] for h in run["history"]]
-        assert g[-1] < 1e-6 * g[0]
-        assert len(run["observed_orders"]) == len(g) - 2
-    quadratic = [r for r in results["convergence"]["runs"] if r["forcing"] == "quadratic"]
-    constant = [r for r in results["convergence"]["runs"] if r["forcing"] == "constant"]
-    # psi_G and logistic are twice differentiable: the xi_t = kappa ||grad|| runs end with
-    # orders clearly above those of xi_t = 0.1 (Theorem 4)
-    for q, c in zip(quadratic, constant):
-        best_q = max(x for x in q["observed_orders"][-3:] if x is not None)
-        assert best_q > 1.5
-        assert len(q["history"]) <= len(c["history"])
-
-
 def test_the_comparison_table_puts_ours_beside_the_paper(tool_output):
-    out, _ = tool_output
-    results = read_json(out / "tiny.json")
+    out, _, _ = tool_output
+    results = read_json(out / "a9a.json")
     accuracy, seconds = markdown_tables((out / "tables.md").read_text())
-    assert accuracy[0] == ["method / loss", "tiny (3 runs)", "paper NEWS20", "paper REALSIM",
-                           "paper RCV1"]
+    s = results["methods"]["sigma_log2"]
+    assert accuracy[0] == ["method / loss", f"a9a (3 runs, sigma 2^{s:g})",
+                           "paper NEWS20 (sigma 2^-6)", "paper REALSIM (sigma 2^-1)",
+                           "paper RCV1 (sigma 2^-3)"]
     assert accuracy[4] == ["TRON smooth Hinge loss psi_G",
                            accuracy[4][1], "96.73 ± 0.21", "97.41 ± 0.12", "97.61 ± 0.04"]
     psi_g = next(s for s in results["methods"]["summary"] if s["loss"] == "psi_g")
@@ -306,19 +504,64 @@ def test_the_comparison_table_puts_ours_beside_the_paper(tool_output):
     assert comparison_tables([results])[0] in (out / "tables.md").read_text()
 
 
+def test_the_page_is_rendered_from_the_json_around_its_prose(tool_output, tmp_path):
+    out, reproduce, page = tool_output
+    results = read_json(out / "a9a.json")
+    text = page.read_text()
+    run = json.loads((out / "all.json").read_text())
+    assert text == render_page(PAGE, [results], run, "stores/quick")
+    assert "stale" not in text
+    assert (f"The whole reproduction (`all`, 1 data set at a time): "
+            f"{run['wall_seconds'] / 60:.1f} min of wall time") in text
+    for prose in ("# Results\n\nProse the render keeps.\n\n<!-- BEGIN datasets -->\n",
+                  "<!-- END datasets -->\n\nMore prose.\n\n", "<!-- END convergence-figures -->\n"
+                  "Last line.\n"):
+        assert prose in text
+    assert render_page(text, [results], run, "stores/quick") == text  # again: the same
+    (datasets, accuracy, _, sweep, pegasos, convergence, claims, sweep_figures,
+     convergence_figures) = markdown_tables(text)
+    for table, part in ((sweep_figures, "sweep"), (convergence_figures, "convergence")):
+        assert table[1] == [f"![a9a](stores/quick/a9a-{part}.png)", ""]
+        assert (page.parent / "stores" / "quick" / f"a9a-{part}.png").exists() or (
+            "matplotlib" not in sys.modules)
+    assert datasets[1][0] == "a9a" and datasets[1][3].startswith(
+        f"2^{results['methods']['sigma_log2']:g} (sweep)")
+    by = {s["loss"]: s for s in results["methods"]["summary"]}
+    assert cell(pegasos[1][5])[0] == pytest.approx(by["hinge"]["gap_to_psi_g"]["mean"],
+                                                   abs=0.000051)
+    runs = {(r["loss"], r["forcing"]): r for r in results["convergence"]["runs"]}
+    row = next(r for r in convergence[1:] if r[1] == "psi_g")
+    assert row[4] == (f"{runs['psi_g', 'constant']['fitted_order_distance']:.2f} / "
+                      f"{runs['psi_g', 'quadratic']['fitted_order_distance']:.2f}")
+    assert [r[:2] for r in sweep[1:]] == [["a9a", "psi_g"], ["a9a", "psi_m"]]
+    claimed = {row[0]: row[2] for row in claims[1:]}
+    assert claimed["TRON beats the first-order Pegasos"].endswith(
+        f"Pegasos's objective gap to psi_G's solution {by['hinge']['gap_to_psi_g']['mean']:+.4f}"
+        f"; Pegasos's objective gap to the sweep's lowest "
+        f"{by['hinge']['gap_to_best_psi_g']['mean']:+.4f}")
+    assert cell(pegasos[1][6].split(" (")[0])[0] == pytest.approx(
+        by["hinge"]["gap_to_best_psi_g"]["mean"], abs=0.000051)
+    assert f"psi_G {100 * by['psi_g']['test_accuracy']['mean']:.2f}" in claimed[
+        "the smooth hinges are the most accurate"]
+    broken = tmp_path / "broken.md"
+    broken.write_text("<!-- BEGIN tables -->\nno end\n")
+    with pytest.raises(ValueError, match="has no <!-- END tables -->"):
+        render_page(broken.read_text(), [results])
+
+
 def test_render_rewrites_the_same_report_from_the_json(tool_output, tmp_path):
-    out, reproduce = tool_output
-    copy = tmp_path / "tiny.json"
-    copy.write_text((out / "tiny.json").read_text())
+    out, reproduce, _ = tool_output
+    copy = tmp_path / "a9a.json"
+    copy.write_text((out / "a9a.json").read_text())
     reproduce.main(["render", str(copy), "--no-plots"])
-    assert read_json(copy) == read_json(out / "tiny.json")
-    assert (tmp_path / "tiny.md").read_text() == render_markdown(read_json(copy))
+    assert read_json(copy) == read_json(out / "a9a.json")
+    assert (tmp_path / "a9a.md").read_text() == render_markdown(read_json(copy))
 
 
 def test_figures_are_png(tool_output):
     pytest.importorskip("matplotlib")
-    out, _ = tool_output
-    for name in ("tiny-sweep.png", "tiny-convergence.png"):
+    out, _, _ = tool_output
+    for name in ("a9a-sweep.png", "a9a-convergence.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -327,14 +570,16 @@ def test_figures_are_png(tool_output):
     (["--only", "methods,"], "argument --only: unknown part ''"),
     (["--methods-runs", "0"], "argument --methods-runs: must be >= 1, got 0"),
     (["--only", "sweep", "--sweep-runs", "-1"], "argument --sweep-runs: must be >= 1, got -1"),
-    (["--only", "methods", "--methods-runs", "4"],
+    (["--only", "methods", "--sigma-log2", "-3", "--methods-runs", "4"],
      "argument --methods-runs: 4 runs, but there are 3 folds"),
+    (["--only", "methods,convergence"], "argument --sigma-log2: needed without the sweep"),
     # found after the methods and the sweep had run, and their results were lost
     (["--convergence-losses", "psi_g,hinge2"],
      "argument --convergence-losses: unknown loss 'hinge2'"),
     (["--convergence-losses", "hinge"], "hinge's slope jumps, and the convergence part runs"),
     (["--sifs-solver", "foo"], "argument --sifs-solver: unknown solver 'foo'"),
-    (["--epochs", "0"], "argument --epochs: must be >= 1, got 0"),  # were run as w = 0
+    (["--pegasos-chunk", "0"], "argument --pegasos-chunk: must be >= 1, got 0"),
+    (["--pegasos-rtol", "1"], "argument --pegasos-rtol: must be in [0, 1), got 1.0"),
     (["--sweep-max-iter", "0"], "argument --sweep-max-iter: must be >= 1, got 0"),
 ])
 def test_run_refuses_bad_options_before_any_work(store_path, tmp_path, capsys, options,
@@ -344,13 +589,37 @@ def test_run_refuses_bad_options_before_any_work(store_path, tmp_path, capsys, o
     earlier = tmp_path / "t.json"
     earlier.write_text("earlier results")
     with pytest.raises(SystemExit) as exc:
-        reproduce.main(["run", str(store_path), "--name", "t", "--sigma-log2", "-3",
+        reproduce.main(["run", str(store_path), "--name", "t",
                         "--out-dir", str(tmp_path), "--partitions", "1",
-                        "--parts-per-partition", "3", "--max-iter", "2", "--epochs", "1",
-                        "--sweep-max-iter", "2", "--log2-sigmas=2",
-                        "--convergence-max-iter", "2", "--no-plots", *options])
+                        "--parts-per-partition", "3", "--max-iter", "2",
+                        "--pegasos-max-epochs", "1", "--sweep-max-iter", "2",
+                        "--log2-sigmas=2", "--convergence-max-iter", "2", "--no-plots",
+                        *options])
     assert exc.value.code == 2 and message in capsys.readouterr().err
     assert os.listdir(tmp_path) == ["t.json"] and earlier.read_text() == "earlier results"
+
+
+def test_all_refuses_an_unknown_data_set_and_passes_options_to_run(tmp_path, capsys):
+    sys.path.insert(0, TOOLS)
+    reproduce = importlib.import_module("reproduce")
+    with pytest.raises(SystemExit, match="unknown data set 'a9b'"):
+        reproduce.main(["all", "--quick", "--datasets", "a9b", "--store-dir", str(tmp_path)])
+    assert os.listdir(tmp_path) == []
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a9a.svm.xz").write_bytes(b"")
+    with pytest.raises(SystemExit) as exc:  # run's own check, before the data is read
+        reproduce.main(["all", "--quick", "--data-dir", str(tmp_path / "data"), "--store-dir",
+                        str(tmp_path / "stores"), "--", "--sweep-max-iter", "0"])
+    assert exc.value.code == 2
+    assert "argument --sweep-max-iter: must be >= 1, got 0" in capsys.readouterr().err
+    assert not (tmp_path / "stores").exists()
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit, match=r"failed: a9a \(exit 2, see .*a9a.log\)"):
+        reproduce.main(["all", "--quick", "--jobs", "2", "--data-dir", str(tmp_path / "data"),
+                        "--out-dir", str(out), "--store-dir", str(tmp_path / "stores"), "--",
+                        "--sweep-max-iter", "0"])
+    assert "argument --sweep-max-iter: must be >= 1, got 0" in (out / "a9a.log").read_text()
+    assert os.listdir(out) == ["a9a.log"]
 
 
 def test_a_converted_store_is_reused_only_for_the_same_text(a9a, tmp_path, make_svmlight):
@@ -378,4 +647,7 @@ def test_report_refuses_other_json(tmp_path):
     path = tmp_path / "other.json"
     path.write_text('{"format": "something else"}')
     with pytest.raises(ValueError, match="not a results file"):
+        read_json(path)
+    path.write_text('{"format": "streamssvm.reproduction", "version": 1}')
+    with pytest.raises(ValueError, match="results version 1; this library reads version 2"):
         read_json(path)
