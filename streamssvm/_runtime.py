@@ -15,9 +15,12 @@ process. It runs once per process.
   cached with; the cache files of the kernel modules whose dependencies changed are removed.
 """
 
+import functools
 import importlib
 import os
 import threading
+
+from threadpoolctl import ThreadpoolController
 
 from ._jit_cache import clear_stale_cache
 
@@ -40,6 +43,20 @@ def prepare():
             os.environ.setdefault("GOMP_SPINCOUNT", SPIN_COUNT)
             clear_stale_cache()
             _prepared = True
+
+
+@functools.cache
+def _threadpools():
+    """The process's thread pools (BLAS, OpenMP), found once: threadpoolctl's scan of the
+    loaded libraries is the dearest part of a limit, and the BLAS that numpy loads is loaded
+    by the time a run starts."""
+    return ThreadpoolController()
+
+
+def one_blas_thread():
+    """A context in which BLAS runs on one thread: it serves only the solvers' vector
+    operations here, and OpenBLAS's threads spin on the cores the kernels' threads need."""
+    return _threadpools().limit(limits=1, user_api="blas")
 
 
 def load_plugins(spec=None):

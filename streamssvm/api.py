@@ -4,12 +4,11 @@ import contextlib
 import sys
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from ._interrupt import interrupts_after_compiling
 from ._names import named
 from ._progress import closing_bars, iteration_log
-from ._runtime import prepare
+from ._runtime import one_blas_thread, prepare
 from .data import BlockSource, InMemorySource, Store, StoreSet
 from .data.source import label_text
 from .data.storeset import index_base, names_stores, open_stores
@@ -216,11 +215,9 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
                     f"{named('sigma_path')} {list(sigma_path)}: stage {width:g} is not "
                     f"larger than {'the next stage' if i + 1 < len(stages) else named('sigma')} "
                     f"{end:g} (the stages go from larger sigmas down to sigma)")
-    # BLAS serves only the solvers' vector operations here, and OpenBLAS's threads spin
-    # on the cores the kernels' threads need
     check = None if w0 is None else (  # as soon as the width is known
         lambda source: check_w0_shape(w0, source.n_features, fit_intercept))
-    with threadpool_limits(1, user_api="blas"), closing_bars(), \
+    with one_blas_thread(), closing_bars(), \
             iteration_log(sys.stderr if verbose else None), \
             open_source(data, y, client, check, progress) as source:
         class_counts = [int(c) for c in source.class_counts()]
