@@ -9,7 +9,8 @@ process. It runs once per process.
   by default; on a machine with more runnable threads than cores the spinning threads take
   the cores of the ones doing work. Not spinning at all (``OMP_WAIT_POLICY=passive``) wakes
   them from sleep at every kernel call. A short spin keeps both costs small. Set only if the
-  user has not, and only before OpenMP starts (the first parallel kernel).
+  user has not; libgomp reads it once, when it is loaded, so a library that loads it
+  before the first run (scikit-learn's import does) leaves its default in force.
 - numba's on-disk cache (:mod:`._jit_cache`): numba keys a cached kernel on its own file
   only, so a kernel that calls a loss from another module keeps the compiled loss it was
   cached with; the cache files of the kernel modules whose dependencies changed are removed.

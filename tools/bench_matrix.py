@@ -57,6 +57,7 @@ from bench_tron import best, liblinear_train, load_matrix, rounds  # noqa: E402
 from make_synthetic import generate  # noqa: E402
 
 from streamssvm import ConvergenceWarning, convert_svmlight, train_stream  # noqa: E402
+from streamssvm._runtime import prepare  # noqa: E402
 from streamssvm.data import InMemorySource  # noqa: E402
 from streamssvm.data.store import write_store  # noqa: E402
 from streamssvm.data.textcache import CACHE_DIR_ENV  # noqa: E402
@@ -351,6 +352,9 @@ def summary(shapes):
 
 
 def main(argv=None):
+    # the process set up as a user's that trains before it imports scikit-learn, whose
+    # import loads OpenMP (libgomp reads GOMP_SPINCOUNT once, as it loads)
+    prepare()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
                     help="small shapes, one round: checks the tool end to end")
