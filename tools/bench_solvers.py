@@ -36,6 +36,7 @@ sys.path.insert(0, ROOT)
 
 import bench_output  # noqa: E402
 from streamssvm import ConvergenceWarning, OnlineTrainer, convert_svmlight  # noqa: E402
+from streamssvm._runtime import prepare  # noqa: E402
 from streamssvm.data import InMemorySource, Store  # noqa: E402
 from streamssvm.kernels.linear import _share, prefetch_rows, row_dot  # noqa: E402
 from streamssvm.objective import SmoothSVMObjective  # noqa: E402
@@ -188,6 +189,7 @@ def plot(curves, f_star, title, path):
 
 
 def main(argv=None):
+    prepare()  # before scikit-learn's import loads OpenMP (see bench_matrix)
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--train", required=True, type=existing_file)
     p.add_argument("--lam", type=float, default=1e-5)
