@@ -252,13 +252,12 @@ def hinge_objective(source, fold, settings, model):
 
 
 def warm_up(source, fold, methods, settings):
-    """Train every method once on a few hundred rows, so that compiling numba's kernel
-    variants is not timed."""
-    rows = fold.train_rows[:min(len(fold.train_rows), 400)]
-    small = type(fold)(fold.partition, fold.part, rows[::2], rows[1::2])
+    """Train every method once for two iterations (an epoch) on ``fold``, so that compiling
+    numba's kernels is not timed: on the fold itself, since which kernels a run compiles
+    depends on the size of its work (small work runs their serial twins, kernels._twins)."""
     quick = replace(settings, max_iter=2, epochs=1)
     for m in methods:
-        train_and_score(source, small, m.loss, quick, m.sigma, m.solver, **m.options)
+        train_and_score(source, fold, m.loss, quick, m.sigma, m.solver, **m.options)
 
 
 def best_hinge_objectives(sweep_runs):
