@@ -89,12 +89,15 @@ def test_row_kernels_agree(monkeypatch, code, weighted):
         coef, m2, c2 = np.empty(n), np.empty(n), np.empty(n)
         loss_c = kernels.loss_coef(*block, y, w, 1.0, code, 0.5, 0.0, PARAMS, 0.0, m2, c2,
                                    coef, N_PARTS, weights)
+        m0, c0, out0 = np.empty(n), np.empty(n), np.zeros((N_PARTS, d + 1))
+        loss0 = kernels.loss_grad(*block, y, w, 1.0, code, 0.5, 0.0, PARAMS, 0.0, m0, c0, out0,
+                                  weights, True)  # at w = 0
         curved = np.empty(n)
         kernels.curved_products(*block, curvature, s, 1.0, N_PARTS, curved)
         merged = np.empty(d + 1)
         kernels.merge_parts(out, w, 0.1, 0.5, True, merged)
         return (loss, margins, curvature, hv, diag, decision, classes, loss_c, m2, c2, coef,
-                curved, merged, out)
+                loss0, m0, c0, out0, curved, merged, out)
 
     def sums():
         margins = state_at(X, y, w, code, weights)[1]
