@@ -170,10 +170,17 @@ def _module_name(rel):
 
 
 def cached_functions(module):
-    """The functions of ``module`` that numba caches on disk (their dispatchers)."""
-    return [value for value in vars(module).values()
-            if isinstance(value, Dispatcher) and value.py_func.__module__ == module.__name__
-            and value.stats.cache_path]
+    """The functions of ``module`` that numba caches on disk (their dispatchers): those
+    bound in the module and those a kernel compiled twice holds (its ``dispatchers``,
+    ``kernels._twins``)."""
+    found = []
+    for value in vars(module).values():
+        for dispatcher in getattr(value, "dispatchers", (value,)):
+            if (isinstance(dispatcher, Dispatcher)
+                    and dispatcher.py_func.__module__ == module.__name__
+                    and dispatcher.stats.cache_path):
+                found.append(dispatcher)
+    return found
 
 
 def cache_files(folder, rel):

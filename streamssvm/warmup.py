@@ -5,9 +5,13 @@ reaches (which ones depend on the data: lean blocks, rows with curvature): conve
 svmlight text into a store; training by each solver of ``solvers`` on the store (the
 stochastic ones for a few epochs: every epoch runs the same kernels); predicting
 from the store; training the default solver on a scipy matrix (float64 values: kernels of
-their own). A path whose kernels are all cached compiles nothing.
+their own); and converting, training and predicting again on a9a's first
+:data:`SMALL_ROWS` rows, whose work is small enough for the serial twins of the parallel
+kernels (``kernels._twins``), which the whole data set does not run. A path whose kernels
+are all cached compiles nothing.
 """
 
+import itertools
 import lzma
 import multiprocessing
 import os
@@ -27,6 +31,7 @@ from .solvers import SOLVERS, STOCHASTIC, ConvergenceWarning
 # solver="auto" takes Newton or SDCA; TRON is the paper's
 DEFAULT_SOLVERS = ("newton", "sdca", "tron")
 EPOCHS = 3
+SMALL_ROWS = 1000  # rows and nonzeros below the kernels' serial threshold (kernels._twins)
 
 
 def check_solvers(solvers):
@@ -50,13 +55,19 @@ def _path(name, run, out):
     return name, len(compiles.kernels), compiles.seconds, seconds
 
 
-def _store_paths(solvers, out=sys.stdout):
-    """Convert, train by each of ``solvers`` on the store, predict."""
+def _store_paths(solvers, out=sys.stdout, rows=None):
+    """Convert, train by each of ``solvers`` on the store, predict; on a9a's first ``rows``
+    rows if given (the paths then named with them)."""
     report = []
+    size = "" if rows is None else f" ({rows:,} rows)"
     with tempfile.TemporaryDirectory() as tmp:
-        store = os.path.join(tmp, "a9a.h5")
-        report.append(_path("convert", lambda: convert_svmlight(a9a_paths()[0], store,
-                                                                progress=False), out))
+        text, store = a9a_paths()[0], os.path.join(tmp, "a9a.h5")
+        if rows is not None:
+            text = os.path.join(tmp, "small.svm")
+            with lzma.open(a9a_paths()[0]) as fh, open(text, "wb") as small:
+                small.writelines(itertools.islice(fh, rows))
+        report.append(_path(f"convert{size}",
+                            lambda: convert_svmlight(text, store, progress=False), out))
         models = {}
         for solver in solvers:
             def train(solver=solver):
@@ -65,10 +76,10 @@ def _store_paths(solvers, out=sys.stdout):
                     warnings.simplefilter("ignore", ConvergenceWarning)
                     models[solver] = train_stream(store, solver=solver, progress=False,
                                                   **epochs)
-            report.append(_path(f"train --solver {solver}", train, out))
+            report.append(_path(f"train --solver {solver}{size}", train, out))
         if models:
             model = next(iter(models.values()))
-            report.append(_path("predict", lambda: model.predict(store), out))
+            report.append(_path(f"predict{size}", lambda: model.predict(store), out))
     return report
 
 
@@ -81,14 +92,18 @@ def _matrix_path(out=sys.stdout):
 
 def run_warmup(solvers=DEFAULT_SOLVERS, jobs=2, out=sys.stdout):
     """Run each path (module docstring), printing one line each: the kernels it compiled
-    and the time, or that all were cached. With ``jobs`` > 1 the matrix's path runs in a
-    process of its own beside the others (its kernels are of float64 values, the store's
-    of float32: the two compile little in common; numba compiles in one thread). Returns
+    and the time, or that all were cached. With ``jobs`` > 1 the matrix's path, then the
+    small store's, run in a process of their own beside the others (the matrix's kernels
+    are of float64 values, the store's of float32, the small store's the serial twins:
+    they compile little in common; numba compiles in one thread). Returns
     ``[(path, kernels compiled, seconds compiling, seconds in all)]``."""
     check_solvers(solvers)
     if jobs < 2:
-        return _store_paths(solvers, out) + _matrix_path(out)
+        return (_store_paths(solvers, out) + _matrix_path(out)
+                + _store_paths(solvers, out, SMALL_ROWS))
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        matrix = pool.submit(_matrix_path)  # prints to the standard output it inherits
+        # each prints to the standard output it inherits
+        matrix = pool.submit(_matrix_path)
+        small = pool.submit(_store_paths, solvers, rows=SMALL_ROWS)
         report = _store_paths(solvers, out)
-        return report + matrix.result()
+        return report + matrix.result() + small.result()

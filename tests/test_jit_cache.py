@@ -15,8 +15,8 @@ from streamssvm import _jit_cache
 from streamssvm.datasets import a9a_paths
 
 # Small kernels of three modules, called directly after the sweep of the entry points:
-# linear's calls a loss of losses/_scalar.py, the checksum and the codec depend on no other
-# file.
+# linear's calls a loss of losses/_scalar.py (on three rows: its serial twin runs), the
+# checksum and the codec depend on no other file.
 CALLS = """
 import json, sys
 import numpy as np
@@ -30,7 +30,7 @@ linear.loss_sum_along(np.zeros(3), np.ones(3), 0.5, 0, 1.0, 1.0, np.empty(0))
 checksum.checksum(np.arange(5))
 codec.single_valued(np.array([0, 1, 2], np.int32), np.ones(2, np.float32))
 print(json.dumps({name: sum(kernel.stats.cache_misses.values())
-                  for name, kernel in [("linear", linear.loss_sum_along),
+                  for name, kernel in [("linear", linear.loss_sum_along.serial),
                                        ("checksum", checksum._fletcher64),
                                        ("codec", codec.single_valued)]}))
 """

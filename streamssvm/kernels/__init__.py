@@ -1,7 +1,8 @@
 """Numba kernels over CSR blocks: loss + gradient, Hessian-vector product, diagonal, margins
 (``linear``); the stochastic solvers' per-row updates (``stochastic``); conjugate gradient's
 fused sweeps over dense vectors (``vector``); the store's lean block encodings (``codec``);
-the LLVM intrinsics they use (``_intrinsics``)."""
+the LLVM intrinsics they use (``_intrinsics``); the parallel kernels' serial twins, run
+on small work, and the choice between them (``_twins``)."""
 
 from . import stochastic, vector
 from .linear import (column_order, column_products, column_sums, csr_checks, curved_columns,

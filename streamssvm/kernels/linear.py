@@ -10,13 +10,18 @@ Losses are selected by ``code`` with scalar parameters ``sigma``, ``theta`` and 
 Kernels that scatter into a d-vector take ``out`` of shape (n_parts, n_variables): the
 block's rows are cut into ``n_parts`` ranges of equal nonzeros, range ``t`` adds into
 ``out[t]`` only, and the caller sums the rows of ``out`` once per pass. ``n_parts = 1``
-is the serial kernel; with more, ranges run in parallel threads (``prange``) and the
-result equals the serial one up to the order of floating-point sums.
+is one range; with more, the ranges run in parallel threads (``prange``) and the result
+equals that of one range up to the order of floating-point sums.
+
+The kernels that run ``prange`` loops are :func:`~._twins.twins`: compiled parallel and
+serial, the serial one run on small work (no thread is woken), with the same ranges and
+so the same result. Each has one parallel region: arrays are made and reduced by loops
+in serial functions it calls (``np.zeros`` or ``sum`` in a parallel function is a
+parallel region of its own, a wake of the threads each).
 
 Positions and indices are cast to unsigned (``np.uintp``) before they index an array:
 numba then leaves out its negative-index wraparound, a compare and select on every access
-that halved the speed of a sparse dot product (news20's 5M nonzeros: 54 ms against 22 ms,
-scipy 26 ms). The stores check every index before a kernel sees it.
+of the inner loops. The stores check every index before a kernel sees it.
 """
 
 import numpy as np
@@ -26,6 +31,7 @@ from .._memory import prefaulted
 from ..losses._scalar import derivatives_with_params as derivatives
 from . import codec
 from ._intrinsics import prefetch
+from ._twins import entries, losses, nonzeros, twins
 
 
 @njit(cache=True, nogil=True)
@@ -64,11 +70,9 @@ def row_span(indptr, i):
 def prefetch_rows(indptr, indices, data, order, pos):
     """Before row ``order[pos]``: ask the caches for the nonzeros of ``order[pos + 2]``.
     Rows in random order defeat the hardware's prefetcher, and each row's first lines
-    would wait on memory (news20, one thread, a bare loop of dot products in random
-    order: 13.4 ms, 11.2 ms so). Prefetching the entries of v that the next row reads,
-    too, had paid on an earlier machine (34-35 -> 24-28 ms with both); on this one, whose
-    260 MB L3 holds v, that second read of the row's indices cost more than it saved
-    (16.6 ms with it alone, 14.3 ms with both)."""
+    would wait on memory. The entries of v that the row reads are not prefetched: that
+    takes a second read of the row's indices, which costs more than it saves where the
+    last-level cache holds v."""
     if pos + 2 < order.shape[0]:
         prefetch_row(indptr, indices, data, order[pos + 2])
 
@@ -110,7 +114,7 @@ def row_norm2(indptr, indices, data, i):
 
 @njit(cache=True, nogil=True, inline="always")
 def row_dot_norm2(indptr, indices, data, i, v):
-    """(x_i.v, ||x_i||^2) in one read of the row (SDCA's step: 25% faster than two)."""
+    """(x_i.v, ||x_i||^2) in one read of the row (SDCA's step)."""
     dot, norm2 = 0.0, 0.0
     for k in row_span(indptr, i):
         value = np.float64(data[k])
@@ -179,7 +183,7 @@ def _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta, param
     return total
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(nonzeros, "indptr", cache=True, nogil=True)
 def loss_grad(indptr, indices, data, y, w, bias, code, sigma, theta, params, curvature_floor,
               margins, curvature, out, weights=None, zero=False):
     """Sum of c_i psi(y_i x_i.w) over the block; adds sum c_i psi'(.) y_i x_i into ``out``.
@@ -193,12 +197,12 @@ def loss_grad(indptr, indices, data, y, w, bias, code, sigma, theta, params, cur
     """
     n_parts = out.shape[0]
     bounds = row_partition(indptr, n_parts)
-    partial = np.zeros(n_parts)
+    partial = np.empty(n_parts)
     for t in prange(n_parts):
         partial[t] = _loss_grad_rows(indptr, indices, data, y, w, bias, code, sigma, theta,
                                      params, curvature_floor, bounds[t], bounds[t + 1], margins,
                                      curvature, out[t], weights, zero)
-    return partial.sum()
+    return sum_of(partial)
 
 
 @njit(cache=True, nogil=True)
@@ -210,7 +214,7 @@ def _hess_vec_rows(indptr, indices, data, curvature, s, bias, lo, hi, out):
                       bias, out)
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(nonzeros, "indptr", cache=True, nogil=True)
 def hess_vec(indptr, indices, data, curvature, s, bias, out):
     """Adds X^T D X s of the block into ``out``."""
     n_parts = out.shape[0]
@@ -232,7 +236,7 @@ def _hess_diag_rows(indptr, indices, data, curvature, bias, lo, hi, out):
                 out[out.shape[0] - 1] += d * bias * bias
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(nonzeros, "indptr", cache=True, nogil=True)
 def hess_diag(indptr, indices, data, curvature, bias, out):
     """Adds the diagonal of X^T D X of the block into ``out``."""
     n_parts = out.shape[0]
@@ -241,14 +245,14 @@ def hess_diag(indptr, indices, data, curvature, bias, out):
         _hess_diag_rows(indptr, indices, data, curvature, bias, bounds[t], bounds[t + 1], out[t])
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(nonzeros, "indptr", cache=True, nogil=True)
 def decision(indptr, indices, data, w, bias, out):
     """out[i] = x_i.w (+ bias * w[-1]) for the block's rows."""
     for i in prange(indptr.shape[0] - 1):
         out[i] = _dot(indptr, indices, data, i, w, bias)
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(nonzeros, "indptr", cache=True, nogil=True)
 def decision_classes(indptr, indices, data, weights, out):
     """out[i, c] = x_i.weights[:d, c] + weights[d, c] for the block's rows: the decision
     values of every class at once, one visit of each nonzero.
@@ -267,7 +271,7 @@ def decision_classes(indptr, indices, data, weights, out):
                 out[i, c] += data[k] * weights[j, c]
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(losses, "margins", cache=True, nogil=True)
 def loss_sum_along(margins, trial_margins, alpha, code, sigma, theta, params, weights=None):
     """Sum of c_i psi(m_i + alpha (t_i - m_i)): the loss on the segment between two points
     from their cached margins m and t, no data, no vector of the rows' size (``weights`` as
@@ -280,7 +284,7 @@ def loss_sum_along(margins, trial_margins, alpha, code, sigma, theta, params, we
     return total
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(nonzeros, "indptr", cache=True, nogil=True)
 def loss_sum(indptr, indices, data, y, w, bias, code, sigma, theta, params, weights=None):
     """Sum of c_i psi(y_i x_i.w) over the block, no gradient (``weights`` as in
     :func:`loss_grad`)."""
@@ -301,20 +305,16 @@ def transpose(indptr, indices, data, n_columns, n_parts, bucket_bits=13):
     has ``single_values[c]`` in row ``single_rows[c]`` (int32). ``multi`` are those with
     more: column ``multi[c]`` has its entries at ``multi_ptr[c]:multi_ptr[c + 1]`` of
     ``multi_rows`` (int32, ascending) and ``multi_values``. ``empty``: the others. Text
-    has most columns single (news20: 67% of them, 16% of the nonzeros); a loop over them
-    alone has no per-column exit to mispredict (news20, one thread, a bare loop: X^T v
-    12 -> 9 ms, X v 12 -> 8-10 ms; an evaluation 27-28 -> 21 ms). For the same reason the
-    multi columns of each bucket (below) come by their number of entries, those with
-    ``LENGTH_CLASSES`` or more last, ties in column order: an inner loop then runs as
-    long as the last one (news20, two threads, X^T D X v with every row curved: 9.4 ->
-    5.9 ms).
+    has most columns single (its rare words); a loop over them alone has no per-column
+    exit to mispredict. For the same reason the multi columns of each bucket (below)
+    come by their number of entries, those with ``LENGTH_CLASSES`` or more last, ties in
+    column order: an inner loop then mostly runs as long as the last one.
 
     Where every row holds one value (binary features, or such rows scaled to unit length:
     the store's test for lean blocks, ``codec.single_valued``), ``row_values`` holds them
     (float64) and ``single_values`` and ``multi_values`` are empty: X = diag(row_values) B
-    with B's entries 1, and the column kernels read rows alone (news20, a copy of the
-    curved rows, two threads: X v 0.83 -> 0.59 ms, X^T u 0.97 -> 0.68 ms against float32
-    values). Else ``row_values`` is empty.
+    with B's entries 1, and the column kernels read rows alone, no values. Else
+    ``row_values`` is empty.
 
     ``indices`` must lie in ``0 .. n_columns - 1`` and the block must hold fewer than
     2^31 rows (the caller checks both). A two-level counting sort: the entries go first,
@@ -322,11 +322,8 @@ def transpose(indptr, indices, data, n_columns, n_parts, bucket_bits=13):
     hundred sequential write streams; the rows cut into ``n_parts`` ranges done in
     parallel), then each bucket is counted and placed by itself, its counters and its
     output in the caches (buckets in parallel). The large arrays are :func:`prefaulted`:
-    numba's own allocations fault 4 KB at a time (80 MB first touched: 47-54 ms against
-    11-13 ms in numpy's huge pages; news20, 5M nonzeros, in a new process, two threads:
-    108-143 ms in one counting sort of numba's arrays, 56-123 ms in numpy's), and numpy's
-    huge pages wait on the kernel's compaction where memory is fragmented (one thread,
-    beside SDCA's first sweeps: 100 ms in most runs, 200-335 ms in a process's first)."""
+    numba's own allocations fault 4 KB at a time, and numpy's huge pages wait on the
+    operating system's compaction where memory is fragmented."""
     if not 1 <= bucket_bits <= 16:  # a column's place in its bucket is a uint16
         raise ValueError(f"bucket_bits must be in 1..16, got {bucket_bits}")
     n_rows = indptr.shape[0] - 1
@@ -362,7 +359,7 @@ def transpose(indptr, indices, data, n_columns, n_parts, bucket_bits=13):
     return columns + (row_values,)
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(nonzeros, "indptr", cache=True, nogil=True)
 def _bucket_sizes(indptr, indices, bounds, bits, sizes):
     """sizes[t, b]: the entries of row range t in bucket b."""
     for t in prange(bounds.shape[0] - 1):
@@ -371,7 +368,7 @@ def _bucket_sizes(indptr, indices, bounds, bits, sizes):
             size[np.uintp(indices[k]) >> bits] += 1
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(nonzeros, "indptr", cache=True, nogil=True)
 def _into_buckets(indptr, indices, data, bounds, bits, fills, low, rows, values):
     """Range t's entries, in row order, to their buckets from ``fills[t]`` on."""
     mask = (1 << bits) - 1
@@ -388,7 +385,7 @@ def _into_buckets(indptr, indices, data, bounds, bits, fills, low, rows, values)
                 fill[j >> bits] = p + 1
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(len, "low", cache=True, nogil=True)
 def _column_counts(low, bucket_ptr, bits, counts, totals):
     """Each column's entries, and per bucket its single columns, multi columns and their
     entries (``totals[b]``)."""
@@ -435,7 +432,7 @@ def _by_length(counts, lo, hi, least, slots, out, first):
     return first
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(len, "low", cache=True, nogil=True)
 def _place(low, rows, values, by_row, bucket_ptr, bits, counts, before, single, single_rows,
            single_values, multi, multi_ptr, multi_rows, multi_values, empty):
     """Number each bucket's columns after those of the buckets ``before`` it, its multi
@@ -486,9 +483,8 @@ def curved_columns(columns, curvature, n_parts, out):
     rows with curvature. ``out`` is written from the front, so when it is reused, only
     the pages the largest copy needed are ever touched. The single columns keep their
     order; the multi ones are ordered again by their entries in the copy, as
-    :func:`transpose` orders them, within runs of ``SORT_CHUNK`` (news20, 30% of the
-    rows curved, two threads: X^T D X v 4.4 -> 2.1 ms); a multi column left with one
-    entry stays multi. Two passes over the entries, the columns cut into ``n_parts``
+    :func:`transpose` orders them, within runs of ``SORT_CHUNK``; a multi column left with
+    one entry stays multi. Two passes over the entries, the columns cut into ``n_parts``
     ranges done in parallel. ``row_values`` are the transpose's own."""
     (single, single_rows, single_values, multi, multi_ptr, multi_rows, multi_values, empty,
      row_values) = columns
@@ -514,7 +510,7 @@ def curved_columns(columns, curvature, n_parts, out):
             out_values[:n_entries], out_empty[:n_empty + n_dropped], row_values)
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(len, "multi_rows", cache=True, nogil=True)
 def _curved_counts(single_rows, multi_ptr, multi_rows, curvature, bounds, counts, totals):
     """The curved entries of each multi column, and :func:`curved_columns`' totals of
     each range."""
@@ -537,7 +533,7 @@ def _curved_counts(single_rows, multi_ptr, multi_rows, curvature, bounds, counts
         totals[t, 3] = n_columns - kept - n_multi
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(len, "multi_rows", cache=True, nogil=True)
 def _curved_place(single, single_rows, single_values, multi, multi_ptr, multi_rows,
                   multi_values, by_row, curvature, bounds, counts, before, n_empty, out_single,
                   out_single_rows, out_single_values, out_multi, out_ptr, out_rows, out_values,
@@ -545,9 +541,8 @@ def _curved_place(single, single_rows, single_values, multi, multi_ptr, multi_ro
     """Each range's kept columns and entries after those of the ranges ``before`` it.
 
     Whether a row has curvature is a coin toss to the branch predictor: every entry is
-    written where a kept one would go, and the position moves on if it is kept (news20,
-    half the rows curved, two threads: 21-27 -> 8.1-8.9 ms), guarded so that no range
-    writes into the next's."""
+    written where a kept one would go, and the position moves on if it is kept (no
+    branch), guarded so that no range writes into the next's."""
     n_parts = bounds.shape[0] - 1
     for t in prange(n_parts):
         n_single, n_multi, entries, dropped = before[t]
@@ -603,6 +598,16 @@ def sum_rows(parts):
     return out
 
 
+@njit(cache=True, nogil=True)
+def sum_of(values):
+    """The sum of a 1-d array's entries, in order (as ``values.sum()``, which in a parallel
+    kernel is a parallel region of its own)."""
+    acc = 0.0
+    for k in range(values.shape[0]):
+        acc += values[k]
+    return acc
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _share(n, t, n_parts):
     """Part t of range(n) cut into n_parts of equal length."""
@@ -621,27 +626,34 @@ def _loss_rows(indptr, indices, data, y, w, bias, code, sigma, theta, params, cu
     return total
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(nonzeros, "indptr", cache=True, nogil=True)
 def loss_coef(indptr, indices, data, y, w, bias, code, sigma, theta, params, curvature_floor,
               margins, curvature, coef, n_parts, weights=None, zero=False):
     """:func:`loss_grad` without the scatter: writes c_i psi'(y_i x_i.w) y_i into ``coef``
     (the gradient is then X^T coef, by :func:`column_sums` on the transpose). Rows run in
     ``n_parts`` parallel ranges; no per-thread d-vectors."""
     bounds = row_partition(indptr, n_parts)
-    partial = np.zeros(n_parts)
+    partial = np.empty(n_parts)
     for t in prange(n_parts):
         partial[t] = _loss_rows(indptr, indices, data, y, w, bias, code, sigma, theta, params,
                                 curvature_floor, bounds[t], bounds[t + 1], margins, curvature,
                                 coef, weights, zero)
-    return partial.sum()
+    return sum_of(partial)
 
 
-@njit(cache=True, nogil=True)
 def loss_coef_by_columns(columns, y, w, bias, code, sigma, theta, params, curvature_floor,
                          margins, curvature, coef, n_parts, weights=None, zero=False):
     """:func:`loss_coef` with the products X w taken by columns from the transpose
     (:func:`column_products`): for wide data, whose margins fit in cache and w does not."""
     xw = np.zeros(y.shape[0]) if zero else column_products(columns, w, y.shape[0], n_parts)
+    return _loss_of_products(xw, y, w, bias, code, sigma, theta, params, curvature_floor,
+                             margins, curvature, coef, weights)
+
+
+@njit(cache=True, nogil=True)
+def _loss_of_products(xw, y, w, bias, code, sigma, theta, params, curvature_floor, margins,
+                      curvature, coef, weights):
+    """:func:`loss_coef_by_columns` from the products ``xw`` = X w (no intercept)."""
     wb = bias * w[w.shape[0] - 1] if bias != 0.0 else 0.0
     total = 0.0
     for i in range(y.shape[0]):
@@ -651,13 +663,12 @@ def loss_coef_by_columns(columns, y, w, bias, code, sigma, theta, params, curvat
     return total
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(entries, "columns", cache=True, nogil=True)
 def column_products(columns, v, n_rows, n_parts, compact=False, z=None, beta=0.0):
     """X v (the columns' part, without an intercept) from the transpose ``columns``
     (:func:`transpose`): each of ``n_parts`` column ranges reads its part of v in order
     and adds into its own n_rows-vector, summed at the end. Where X v fits in cache and v
-    does not (wide data), this beats row dot products' scattered reads of v: news20's X v
-    on one thread took 23 ms by rows, 14 ms by columns as one CSC. ``compact``: v is in
+    does not (wide data), this beats row dot products' scattered reads of v. ``compact``: v is in
     the columns' own order (:func:`column_order`), read in sequence; then, with ``z``, v
     is first made z + beta v in place (CG's next direction, written as it is read: no
     sweep of its own; the intercept's entry, if any, is the caller's). Values by row
@@ -667,9 +678,11 @@ def column_products(columns, v, n_rows, n_parts, compact=False, z=None, beta=0.0
     by_row = row_values.shape[0] > 0
     n_single = single.shape[0]
     bounds = row_partition(multi_ptr, n_parts)
-    partial = np.zeros((n_parts, n_rows))
+    partial = np.empty((n_parts, n_rows))
     for t in prange(n_parts):
         out = partial[t]
+        for i in range(n_rows):
+            out[i] = 0.0
         lo, hi = _share(n_single, t, n_parts)
         for c in range(lo, hi):
             j = np.uintp(c) if compact else np.uintp(single[c])
@@ -684,22 +697,28 @@ def column_products(columns, v, n_rows, n_parts, compact=False, z=None, beta=0.0
             if vj != 0.0:
                 for k in row_span(multi_ptr, c):
                     out[np.uintp(multi_rows[k])] += vj if by_row else multi_values[k] * vj
-    xv = sum_rows(partial)
-    if by_row:
-        xv *= row_values
-    return xv
+    return _summed(partial, row_values)
+
+
+@njit(cache=True, nogil=True)
+def _summed(parts, row_values):
+    """:func:`sum_rows` of ``parts``, entry by entry times ``row_values`` if it has any."""
+    out = sum_rows(parts)
+    for i in range(row_values.shape[0]):
+        out[i] *= row_values[i]
+    return out
 
 
 def column_order(columns):
     """The columns of ``columns`` (:func:`transpose`) that hold entries, in the kernels'
     own order (the single ones, then the others): the vectors of ``compact`` products are
     indexed by position in it. Sequential reads of v, and no reads of the column numbers;
-    vectors without the empty columns (on the rows with curvature only: 40-50% of news20's
-    columns are empty) are shorter for CG's sweeps too."""
+    vectors without the empty columns (many, on the rows with curvature only) are shorter
+    for CG's sweeps too."""
     return np.concatenate((columns[0], columns[3]))
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(nonzeros, "indptr", cache=True, nogil=True)
 def curved_products(indptr, indices, data, curvature, s, bias, n_parts, out):
     """out[i] = D_ii x_i.s (0 where D_ii = 0, without reading the row): X^T out is the
     block's X^T D X s (:func:`column_sums`)."""
@@ -710,27 +729,25 @@ def curved_products(indptr, indices, data, curvature, s, bias, n_parts, out):
             out[i] = d * _dot(indptr, indices, data, i, s, bias) if d != 0.0 else 0.0
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(entries, "columns", cache=True, nogil=True)
 def column_sums(columns, v, squared, bias, x, lam, scale, n_parts, out, compact=False):
     """out[j] = lam x[j] + scale sum_i x_ij v_i (x_ij^2 v_i if ``squared``) from the
     transpose ``columns`` (:func:`transpose`); when ``out`` has one more entry than there
     are columns, it is the intercept's, scale bias sum_i v_i (bias^2 if ``squared``), not
     regularised. Columns run in ``n_parts`` parallel ranges of equal work, each entry
     written once (a gather: threads share nothing). Returns x.out, read off as ``out`` is
-    written: for a Hessian product, CG's d.Hd without another read of both vectors
-    (news20: 0.75 ms a CG step). ``compact``: x and out are in the columns' own order
+    written: for a Hessian product, CG's d.Hd without another read of both vectors.
+    ``compact``: x and out are in the columns' own order
     (:func:`column_order`), without the empty columns, the intercept last. Values by row
     (:func:`transpose`): v times the rows' values (squared) first, then sums of it."""
     (single, single_rows, single_values, multi, multi_ptr, multi_rows, multi_values, empty,
      row_values) = columns
     by_row = row_values.shape[0] > 0
-    u = v
-    if by_row:
-        u = v * (row_values * row_values if squared else row_values)
+    u = _by_rows(v, row_values, squared) if by_row else v
     n_single = single.shape[0]
     n_columns = n_single + multi.shape[0] + (0 if compact else empty.shape[0])
     bounds = row_partition(multi_ptr, n_parts)
-    dots = np.zeros(n_parts)
+    dots = np.empty(n_parts)
     for t in prange(n_parts):
         dot = 0.0
         lo, hi = _share(n_single, t, n_parts)
@@ -765,14 +782,20 @@ def column_sums(columns, v, squared, bias, x, lam, scale, n_parts, out, compact=
             out[j] = oj = lam * xj
             dot += xj * oj
         dots[t] = dot
-    total = dots.sum()
+    total = sum_of(dots)
     if out.shape[0] > n_columns:
-        out[n_columns] = scale * (bias * bias if squared else bias) * v.sum()
+        out[n_columns] = scale * (bias * bias if squared else bias) * sum_of(v)
         total += x[n_columns] * out[n_columns]
     return total
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(cache=True, nogil=True)
+def _by_rows(v, row_values, squared):
+    """v times the rows' values (squared if ``squared``), entry by entry."""
+    return v * (row_values * row_values if squared else row_values)
+
+
+@twins(len, "indices", cache=True, nogil=True)
 def csr_checks(indptr, indices, data, n_columns, n_parts):
     """``(bad_row, canonical, in_range, finite)`` of a CSR matrix in one parallel read: the
     first row whose bounds decrease or leave ``indices`` (-1: none; such a row is not
@@ -783,7 +806,7 @@ def csr_checks(indptr, indices, data, n_columns, n_parts):
     n, nnz = indptr.shape[0] - 1, indices.shape[0]
     # filled and reduced by loops (np.full and ndarray.all are compiles of their own)
     bad = np.empty(n_parts, np.int64)
-    ok = np.ones((n_parts, 3), np.bool_)
+    ok = np.empty((n_parts, 3), np.bool_)
     for t in prange(n_parts):
         bad[t] = -1
         lo, hi = _share(n, t, n_parts)
@@ -862,7 +885,7 @@ def gather_curved_rows(indptr, indices, data, curvature):
     return out_indptr, out_indices, out_data, out_curvature
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(np.size, "parts", cache=True, nogil=True)
 def merge_parts(parts, x, lam, scale, unregularised_last, out):
     """out = lam * x + scale * sum_t parts[t], and parts zeroed for the next pass.
 
@@ -874,7 +897,7 @@ def merge_parts(parts, x, lam, scale, unregularised_last, out):
         for t in range(n_parts):
             acc += parts[t, j]
             parts[t, j] = 0.0
-        # the intercept's entry without lam x (added, then taken away, it lost the digits
-        # of lam |x| to the cancellation)
+        # the intercept's entry without lam x (adding it and taking it away would lose the
+        # digits of lam |x| to the cancellation)
         regularised = not unregularised_last or j != n - 1
         out[j] = (lam * x[j] if regularised else 0.0) + scale * acc

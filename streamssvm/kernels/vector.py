@@ -1,31 +1,30 @@
 """Fused sweeps over the dense d-vectors of conjugate gradient (TRON, Newton), and the
 parallel gather and placement between a Newton system's vectors and the variables'.
 
-After a Hessian-vector product has streamed the data, CG's vectors (9.5 MB each on news20)
-are read back from memory, not cache: one CG step's in-place BLAS and numpy calls read or
-wrote a d-vector 15 times, 6.4 ms of the step's 21 ms on news20 (TRON, squared hinge).
-Here a step is d.Hd and two parallel sweeps, 11 vector transfers: :func:`cg_move` (s and
-r moved, and the dot products the solvers test, read off as they are written; 2.6 ms) and
-:func:`cg_direction` (1.5 ms). That TRON run: 1.81-2.01 -> 1.60-1.79 s; Newton's
-(preconditioned) 1.17-1.32 -> 0.96-0.97 s (best of 3, three runs each, the faster
-transpose included).
+After a Hessian-vector product has streamed the data, CG's vectors are read back from
+memory, not cache, so a CG step is made of as few sweeps as its arithmetic allows: d.Hd
+(read off by the product, ``kernels.column_sums``) and two sweeps, :func:`cg_move` (s and
+r moved, and the dot products the solvers test, read off as they are written) and
+:func:`cg_direction`, 11 vector transfers where separate BLAS and numpy calls make 15.
 
 On a Newton system of the curved rows' columns the direction d = z + beta d is made by
-the product's X d as it reads d (``kernels.column_products``), not by :func:`cg_direction`:
-news20, a product with it 2.83-2.99 ms against 3.17-3.34 ms after the sweep. A trial
-point w + s and g.s are one sweep (:func:`moved`).
+the product's X d as it reads d (``kernels.column_products``), not by :func:`cg_direction`.
+A trial point w + s and g.s are one sweep (:func:`moved`).
 
 Each vector is cut into ``n_parts`` equal ranges run in parallel; the sums equal the serial
-ones up to the order of floating-point additions.
+ones up to the order of floating-point additions. Every kernel is a
+:func:`~._twins.twins`, serial on short vectors, with one parallel region (its arrays made
+and summed by serial functions).
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
-from .linear import _share, sum_rows
+from ._twins import twins
+from .linear import _share, sum_of, sum_rows
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(len, "g", cache=True, nogil=True)
 def cg_start(g, precond, s, r, z, d, n_parts):
     """s = 0, r = -g, z = M^-1 r with a diagonal ``precond`` M (None: z is r, not
     written) and d = z, into the arrays given: one sweep."""
@@ -42,13 +41,13 @@ def cg_start(g, precond, s, r, z, d, n_parts):
             d[j] = zj
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(len, "d", cache=True, nogil=True)
 def cg_move(alpha, d, hd, s, r, precond, z, g, n_parts):
     """s += alpha d, r -= alpha hd and, with a diagonal ``precond`` M (None: the identity),
     z = M^-1 r, in place. Returns (s.M s, z.r, s.r, s.g) after the move, s.g 0 when ``g``
     is None, and (s.hd, d.r) before it."""
     n = s.shape[0]
-    sums = np.zeros((n_parts, 6))
+    sums = np.empty((n_parts, 6))
     for t in prange(n_parts):
         lo, hi = _share(n, t, n_parts)
         sms = zr = sr = sg = shd = dr = 0.0
@@ -75,7 +74,7 @@ def cg_move(alpha, d, hd, s, r, precond, z, g, n_parts):
     return sum_rows(sums)
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(len, "z", cache=True, nogil=True)
 def cg_direction(beta, z, d, out, n_parts):
     """out = z + beta d (``out`` may be d: in place)."""
     n = d.shape[0]
@@ -85,11 +84,11 @@ def cg_direction(beta, z, d, out, n_parts):
             out[j] = z[j] + beta * d[j]
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(len, "w", cache=True, nogil=True)
 def moved(w, s, g, out, n_parts):
     """out = w + s (a trial point); returns g.s: one sweep."""
     n = w.shape[0]
-    sums = np.zeros(n_parts)
+    sums = np.empty(n_parts)
     for t in prange(n_parts):
         lo, hi = _share(n, t, n_parts)
         total = 0.0
@@ -97,14 +96,14 @@ def moved(w, s, g, out, n_parts):
             out[j] = w[j] + s[j]
             total += g[j] * s[j]
         sums[t] = total
-    return sums.sum()
+    return sum_of(sums)
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(len, "index", cache=True, nogil=True)
 def gather(v, index, out, n_parts):
     """out = v[index] (``out`` None: not written). Returns the sum of v[index]^2."""
     n = index.shape[0]
-    sums = np.zeros(n_parts)
+    sums = np.empty(n_parts)
     for t in prange(n_parts):
         lo, hi = _share(n, t, n_parts)
         total = 0.0
@@ -114,10 +113,10 @@ def gather(v, index, out, n_parts):
                 out[p] = vj
             total += vj * vj
         sums[t] = total
-    return sums.sum()
+    return sum_of(sums)
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@twins(len, "out", cache=True, nogil=True)
 def place(s, index, g, rest, out, n_parts):
     """out = -rest g, then out[index] = s: a vector of the variables from its part ``s``
     on ``index`` and its part elsewhere, ``rest`` times -g (a Newton system's step)."""
