@@ -140,7 +140,7 @@ FLOOR_MESSAGES = ("actual and predicted reductions too small", "predicted reduct
 
 def convergence_floors(run):
     """The floors below which :func:`fitted_order` ignores a convergence run's values:
-    10 x ||grad L(w*)|| (what the gradient resolves at the solution) for ||grad||, 10 x the
+    ten times ||grad L(w*)|| (what the gradient resolves at the solution) for ||grad||, ten times the
     estimate of w*'s own error (:func:`~streamssvm.experiments.runner.tight_solution`) for
     ||w - w*||."""
     star = run["w_star"]
