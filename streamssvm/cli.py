@@ -145,8 +145,8 @@ def _add_convert(subparsers):
                         help="end a block at the row reaching N nonzeros (default %(default)s)")
     p.add_argument("--compression", choices=("none", *COMPRESSIONS[1:]), default="none",
                    help="HDF5 compression of the blocks (default none: on a fast disk a pass "
-                        "is faster without); blosc-*, for slow disks, need hdf5plugin (pip "
-                        "install 'streamssvm[blosc]') to write and to read")
+                        "is faster without); the blosc codecs, for slow disks, need "
+                        "hdf5plugin (pip install 'streamssvm[blosc]') to write and to read")
     p.add_argument("--compression-level", type=int, choices=range(1, 10), metavar="N",
                    help="gzip or blosc level, 1..9 (default 4 for gzip, 5 for blosc)")
     p.add_argument("--fletcher32", action="store_true",

@@ -140,9 +140,9 @@ FLOOR_MESSAGES = ("actual and predicted reductions too small", "predicted reduct
 
 def convergence_floors(run):
     """The floors below which :func:`fitted_order` ignores a convergence run's values:
-    ten times ||grad L(w*)|| (what the gradient resolves at the solution) for ||grad||, ten times the
-    estimate of w*'s own error (:func:`~streamssvm.experiments.runner.tight_solution`) for
-    ||w - w*||."""
+    ten times ||grad L(w*)|| (what the gradient resolves at the solution) for ||grad||,
+    ten times the estimate of w*'s own error
+    (:func:`~streamssvm.experiments.runner.tight_solution`) for ||w - w*||."""
     star = run["w_star"]
     return 10 * star["grad_norm_corrected"], 10 * star["distance_floor"]
 
