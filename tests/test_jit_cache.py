@@ -158,3 +158,36 @@ def test_a_cold_cache_is_announced_and_warmup_fills_it(tmp_path, python, python_
                                                        "-o", model], ["predict", model, store]):
         compiled, stderr = on_terminal(python, env, *argv)
         assert compiled == 0 and NOTICE not in stderr, (argv, stderr)
+
+
+SPECIALIZATIONS = """
+import sys
+import streamssvm
+from streamssvm.data import svmlight
+from streamssvm.kernels import codec
+
+folder = sys.argv[1]
+with open(folder + "/multi.svm", "w") as fh:  # unsorted rows: the heap sort runs
+    fh.write("".join(f"{k % 3} 5:1 2:1 {7 + k % 4}:1\\n" for k in range(60)))
+streamssvm.convert_svmlight(folder + "/multi.svm", folder + "/multi.h5", multiclass=True,
+                            progress=False)
+with open(folder + "/binary.svm", "w") as fh:  # single-valued rows: lean blocks' row values
+    fh.write("".join(f"{1 if k % 2 else -1} 4:1 {1 + k % 3}:1\\n" for k in range(60)))
+streamssvm.convert_svmlight(folder + "/binary.svm", folder + "/binary.h5", progress=False)
+streamssvm.train_stream(folder + "/binary.h5", progress=False, max_iter=2)
+for kernel in (svmlight._sift_down, svmlight._find_class, codec.first_values):
+    print(kernel.py_func.__name__, len(kernel.signatures))
+"""
+
+
+def test_convert_and_train_compile_one_specialization_of_each_helper(tmp_path, python,
+                                                                     python_env):
+    """A literal argument or a second dtype makes numba compile a function again: the
+    parser's heap sort and class lookup, and a lean block's row values (written by the
+    store, read by training), each compile once on an empty cache."""
+    env = dict(python_env, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    done = subprocess.run([python, "-c", SPECIALIZATIONS, str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    counts = dict(line.split() for line in done.stdout.splitlines())
+    assert counts == {"_sift_down": "1", "_find_class": "1", "first_values": "1"}, counts

@@ -346,9 +346,9 @@ class StoreWriter:
             self.lean_blocks += 1
             self._write_gaps(group, indptr, indices)
             if single:
-                row_data = np.empty(len(indptr) - 1, self.value_dtype)
-                codec.first_values(indptr, data, row_data)
-                self._dataset(group, "row_data", row_data)
+                row_data = np.empty(len(indptr) - 1)  # float64, as training calls it:
+                codec.first_values(indptr, data, row_data)  # one specialization
+                self._dataset(group, "row_data", row_data.astype(self.value_dtype))
             else:
                 self._dataset(group, "data", data)
         else:

@@ -401,7 +401,7 @@ def _sort_row(indices, values, slow, a, b, slow_from, slow_to):
         _sift_down(keys, order, root, n)
     for stop in range(n - 1, 0, -1):
         order[0], order[stop] = order[stop], order[0]
-        _sift_down(keys, order, 0, stop)
+        _sift_down(keys, order, np.int64(0), stop)  # not a literal 0: one specialization
     inverse = np.empty(n, np.int64)
     for j in range(n):
         indices[a + j] = keys[order[j]]
@@ -454,7 +454,7 @@ def parse_lines(buf, end, state, fstate, y, indptr, indices, values, slow, pow10
     fixed = state[S_FIXED]
     multiclass = state[S_MULTICLASS]
     float32 = state[S_FLOAT32]
-    last_class = 0
+    last_class = np.int64(0)  # not a literal 0: one specialization of _find_class
     override_pos = state[S_OVERRIDE_POS]
     repaired = state[S_REPAIRED]
     c0 = fstate[F_C0]
