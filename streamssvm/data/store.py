@@ -346,9 +346,10 @@ class StoreWriter:
             self.lean_blocks += 1
             self._write_gaps(group, indptr, indices)
             if single:
-                row_data = np.empty(len(indptr) - 1)  # float64, as training calls it:
-                codec.first_values(indptr, data, row_data)  # one specialization
-                self._dataset(group, "row_data", row_data.astype(self.value_dtype))
+                # filled in float64, as training fills its rows: one specialization
+                row_data = np.empty(len(indptr) - 1)
+                codec.first_values(indptr, data, row_data)
+                self._dataset(group, "row_data", row_data.astype(self.value_dtype, copy=False))
             else:
                 self._dataset(group, "data", data)
         else:
