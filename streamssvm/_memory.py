@@ -1,11 +1,13 @@
 """How much memory this process may still use: the machine's and its cgroup's limit, with what
 its allocator holds free handed back when that is a noticeable part of it."""
 
+import contextlib
 import ctypes
 import mmap
 import os
 import sys
 import tempfile
+import threading
 
 import numpy as np
 
@@ -130,7 +132,23 @@ def available_memory_bytes():
         if info().fordblks > free // 16:
             trim(0)
             free = _memory_free()
-    return free
+    return free // getattr(_share, "parts", 1)
+
+
+_share = threading.local()  # see memory_share
+
+
+@contextlib.contextmanager
+def memory_share(parts):
+    """Inside, in this thread, :func:`available_memory_bytes` gives a ``parts``-th of the
+    free memory: the share of one of ``parts`` runs alive at once, each taking its budgets
+    from the free memory (:mod:`streamssvm.data.lockstep`)."""
+    outer = getattr(_share, "parts", 1)
+    _share.parts = outer * max(int(parts), 1)
+    try:
+        yield
+    finally:
+        _share.parts = outer
 
 
 _memory_folder_warned = False  # per_sample_array's warning, given once

@@ -45,6 +45,7 @@ J. Friedman, T. Hastie and R. Tibshirani, "Regularization paths for generalized 
 models via coordinate descent", Journal of Statistical Software 33, 2010.
 """
 
+import functools
 import math
 import numbers
 import time
@@ -58,6 +59,7 @@ from ._names import named
 from ._progress import closing_bars, progress_bar
 from .calibration import check_n_folds, stratified_folds
 from .data import RowSubset
+from .data.lockstep import Lockstep
 from .data.source import label_text
 from .losses import get_loss
 from .objective.smooth_svm import check_lam
@@ -108,6 +110,10 @@ class CVResult:
         Trained on all rows at the best point (``refit``).
     seconds : float
         Wall time of the path (the refit excluded).
+    data_passes : int or None
+        Passes over a store the path made, each shared by every fold waiting for one
+        (:mod:`streamssvm.data.lockstep`; reads by one fold alone, such as holding its
+        rows in memory, not counted); None for data in memory.
     """
 
     loss: str
@@ -128,6 +134,7 @@ class CVResult:
     best_std: float
     model: object = None
     seconds: float = 0.0
+    data_passes: object = None
     options: dict = field(default_factory=dict)
 
     @property
@@ -174,7 +181,8 @@ class CVResult:
         return out
 
     def table(self):
-        """The points as text: one line per point run, then the best point."""
+        """The points as text: one line per point run, the passes over a store, then the
+        best point."""
         lines = [f"{'sigma':>10} {'lambda':>12} {'C=1/(lam n)':>12} {'accuracy':>9} "
                  f"{'std':>7} {'loss':>9} {'passes':>7}"]
         n = len(self.folds)
@@ -187,6 +195,10 @@ class CVResult:
             lines.append(f"{sigma:>10} {self.lams[j]:12.4g} {1 / (self.lams[j] * n):12.4g} "
                          f"{mean[i, j]:9.5f} {std[i, j]:7.4f} {losses[i, j]:9.5f} "
                          f"{int(self.passes[i, j].sum()):7d}{best}")
+        if self.data_passes is not None:
+            fold_passes = int(self.passes[self.passes >= 0].sum())
+            lines.append(f"{self.data_passes} passes over the store, shared by the folds "
+                         f"(their training passes: {fold_passes})")
         lines.append(self.summary())
         return "\n".join(lines)
 
@@ -206,7 +218,8 @@ class CVResult:
                     grad_norm=_nan_none(self.grad_norm), n_folds=self.n_folds,
                     lam_max=self.lam_max, best_lam=self.best_lam, best_sigma=self.best_sigma,
                     best_accuracy=self.best_accuracy, best_std=self.best_std,
-                    seconds=self.seconds, options=self.options)
+                    seconds=self.seconds, data_passes=self.data_passes,
+                    options=self.options)
 
     def plot(self, path, overwrite=False):
         """Write CV accuracy against lambda, one curve per sigma (error bars: the folds'
@@ -401,6 +414,16 @@ def _check_search(lam_ratio, patience, max_lams):
             raise ValueError(f"{named(what)} must be an integer >= 1, got {value!r}")
 
 
+def _fit_and_score(views, w0, **train_options):
+    """One fold's model at one point, trained on ``views``' first part from ``w0``, and
+    its decision values and labels on the second (held-out) part."""
+    from .multiclass import train_one_vs_rest
+
+    inside, held = views
+    model = train_one_vs_rest(inside, w0=w0, progress=False, **train_options)
+    return (model, *model.decision_and_labels(held))
+
+
 @interrupts_after_compiling()
 def cross_validate(data, y=None, *, loss="psi_g", lams=None, sigmas=None, folds=5, seed=0,
                    fit_intercept=False, solver="auto", tol=1e-4, refit=True, progress=True,
@@ -481,8 +504,11 @@ def cross_validate(data, y=None, *, loss="psi_g", lams=None, sigmas=None, folds=
         class_index = labels if source.multiclass else (labels > 0).astype(np.intp)
         fold_of = fold_numbers(folds, class_index, source.classes, seed, source.name)
         n_folds, n = int(fold_of.max()) + 1, source.n_samples
-        views = [(RowSubset(source, np.flatnonzero(fold_of != f)),
-                  RowSubset(source, np.flatnonzero(fold_of == f))) for f in range(n_folds)]
+        # a store's passes shared by the folds' runs (a run per fold at each point)
+        shared = None if source.in_memory else Lockstep(source)
+        base = shared or source
+        views = [(RowSubset(base, np.flatnonzero(fold_of != f)),
+                  RowSubset(base, np.flatnonzero(fold_of == f))) for f in range(n_folds)]
         start = None
         if lam_values is None:
             c = max(slope_at_zero(each) for each in losses)
@@ -504,17 +530,17 @@ def cross_validate(data, y=None, *, loss="psi_g", lams=None, sigmas=None, folds=
         for i, (sigma, loss_i) in enumerate(zip(sigma_values, losses)):
             best, stale, plateau, moved = -np.inf, 0, None, False
             for j, lam in enumerate(lam_values):
-                for f, (inside, held) in enumerate(views):
-                    # along lambda; a sigma's first lambda from the wider sigma's first
-                    model = train_one_vs_rest(inside, loss=loss, sigma=sigma, lam=float(lam),
-                                              solver=solver, tol=tol,
-                                              fit_intercept=fit_intercept,
-                                              w0=latest[f] if j else first[f], progress=False,
-                                              **train_options)
+                # along lambda; a sigma's first lambda from the wider sigma's first
+                tasks = [functools.partial(_fit_and_score, views[f],
+                                           w0=latest[f] if j else first[f], loss=loss,
+                                           sigma=sigma, lam=float(lam), solver=solver, tol=tol,
+                                           fit_intercept=fit_intercept, **train_options)
+                         for f in range(n_folds)]
+                fitted = shared.run(tasks) if shared else [task() for task in tasks]
+                for f, (model, decision, held_labels) in enumerate(fitted):
                     latest[f] = warm_point(model, fit_intercept, scaling)
                     if j == 0:
                         first[f] = latest[f]
-                    decision, held_labels = model.decision_and_labels(held)
                     accuracy[i, j, f] = model.accuracy(decision, held_labels, source.classes)
                     mean_loss[i, j, f] = held_out_loss(loss_i, decision, held_labels,
                                                        source.multiclass)
@@ -524,9 +550,9 @@ def cross_validate(data, y=None, *, loss="psi_g", lams=None, sigmas=None, folds=
                     problems = params.get("per_class", [params])
                     objective[i, j, f] = sum(p["objective"] for p in problems)
                     grad_norm[i, j, f] = max(p["grad_norm"] for p in problems)
-                    bar.update()
-                    bar.set_postfix(lam=f"{lam:.3g}", sigma=sigma, best=f"{best:.4f}",
-                                    refresh=False)
+                bar.update(n_folds)
+                bar.set_postfix(lam=f"{lam:.3g}", sigma=sigma, best=f"{best:.4f}",
+                                refresh=False)
                 reached = max(reached, j + 1)
                 if start is None:
                     continue
@@ -565,6 +591,7 @@ def cross_validate(data, y=None, *, loss="psi_g", lams=None, sigmas=None, folds=
                     best_lam=best_lam, best_sigma=best_sigma,
                     best_accuracy=float(mean[i, j]), best_std=float(_std(accuracy)[i, j]),
                     model=model, seconds=seconds,
+                    data_passes=None if shared is None else shared.passes,
                     options=dict(solver=solver, tol=tol, fit_intercept=fit_intercept,
                                  seed=seed if np.ndim(folds) == 0 else None,
                                  lam_ratio=lam_ratio, patience=patience, max_lams=max_lams,

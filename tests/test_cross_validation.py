@@ -233,11 +233,16 @@ def test_cli_cv_prints_the_table_and_the_best_point(a9a_store, capsys, tmp_path)
     assert status == 0
     lines = out.strip().splitlines()
     assert lines[0].split()[:3] == ["sigma", "lambda", "C=1/(lam"]
-    assert len(lines) == 1 + 4 + 1 and lines[-1].startswith("best: lambda")
+    assert len(lines) == 1 + 4 + 1 + 1 and lines[-1].startswith("best: lambda")
     import json
 
     record = json.loads((tmp_path / "cv.json").read_text())
     assert record["best_lam"] in (0.1, 0.001) and len(record["accuracy"]) == 2
+    # a store's passes, shared by the folds: fewer than the folds' own
+    fold_passes = sum(p for plane in record["passes"] for row in plane for p in row)
+    assert lines[-2] == (f"{record['data_passes']} passes over the store, shared by the "
+                         f"folds (their training passes: {fold_passes})")
+    assert record["data_passes"] < fold_passes
 
 
 def test_cli_cv_refuses_an_unsorted_grid(a9a_store, capsys):

@@ -131,7 +131,12 @@ class BlockSource:
     def read_range(self, first, stop):
         """Blocks ``first .. stop - 1`` as one Block (their rows, concatenated)."""
         self.check_blocks(first, stop)
-        blocks = [self.read_block(k) for k in range(first, stop)]
+        return self.joined([self.read_block(k) for k in range(first, stop)])
+
+    @staticmethod
+    def joined(blocks):
+        """Consecutive blocks (a list) as one Block: their rows, concatenated."""
+        first = blocks[0].index
         if len(blocks) == 1:
             return blocks[0]
         starts = [int(b.indptr[0]) for b in blocks]

@@ -83,6 +83,12 @@ class RowSubset(BlockSource):
             raise IndexError(f"{self.name}: block {k} outside 0..{self.n_blocks - 1}")
         return self._select(k, self.source.read_block(int(self._base_blocks[k])))
 
+    def read_range(self, first, stop):
+        """Blocks ``first .. stop - 1`` as one Block, read as one pass of the source (a
+        shared pass of :class:`~streamssvm.data.lockstep.Lockstep`)."""
+        self.check_blocks(first, stop)
+        return self.joined(list(self.iter_blocks(range(first, stop))))
+
     def iter_blocks(self, order=None, transient=False):
         """Yield the blocks in order (or in ``order``), read through the source's own
         iteration (a store reads ahead in a thread). Selected rows are copied out of a
