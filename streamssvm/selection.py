@@ -13,6 +13,11 @@ lambda paths):
   starts from the model at the previous sigma (the continuation ``train_stream``'s
   ``sigma_path`` makes for a small sigma).
 
+On a store, the K folds of each point train in lockstep (:mod:`streamssvm.data.lockstep`):
+each pass of the store serves every fold waiting for one, so a point reads the store about
+as often as its longest fold makes passes, not K times as often; each fold computes what it
+would alone.
+
 A warm start changes where the solver starts, not where it stops: every point is solved to
 the stopping rule ||grad L(w)|| <= tol ||grad L(0)||. L is lambda-strongly convex (without
 an intercept), so a model w meeting it lies within ||grad L(w)|| / lambda of the optimum
@@ -111,9 +116,9 @@ class CVResult:
     seconds : float
         Wall time of the path (the refit excluded).
     data_passes : int or None
-        Passes over a store the path made, each shared by every fold waiting for one
-        (:mod:`streamssvm.data.lockstep`; reads by one fold alone, such as holding its
-        rows in memory, not counted); None for data in memory.
+        Passes over a store the path made with its folds in lockstep, each shared by
+        every fold waiting for one (:mod:`streamssvm.data.lockstep`); None for data in
+        memory, or with ``lockstep=False``.
     """
 
     loss: str
@@ -427,7 +432,7 @@ def _fit_and_score(views, w0, **train_options):
 @interrupts_after_compiling()
 def cross_validate(data, y=None, *, loss="psi_g", lams=None, sigmas=None, folds=5, seed=0,
                    fit_intercept=False, solver="auto", tol=1e-4, refit=True, progress=True,
-                   lam_ratio=2.0, patience=5, max_lams=30, **train_options):
+                   lam_ratio=2.0, patience=5, max_lams=30, lockstep=True, **train_options):
     """K-fold cross-validation of lambda (and sigma) along warm-started paths, then a model
     refitted on all rows at the best point (see the module docstring).
 
@@ -467,6 +472,12 @@ def cross_validate(data, y=None, *, loss="psi_g", lams=None, sigmas=None, folds=
         accuracy (not counting the trivial model's plateau at its start).
     max_lams : int
         Most points of the default grid at each sigma (its floor).
+    lockstep : bool
+        On a store, train the folds of each point in lockstep, each pass of the store
+        serving every fold (:mod:`streamssvm.data.lockstep`; the results are the same);
+        False: one fold after the other, each reading the store for its own passes (one
+        fold's memory at a time, where lockstep holds every fold's at once, each in a K-th
+        of the free memory).
     **train_options
         Passed to every training (``max_iter``, ``intercept_scaling``, ``n_threads``,
         ``hold``, ``class_weight``, solver options ...); not ``lam``, ``sigma``, ``w0``,
@@ -505,7 +516,7 @@ def cross_validate(data, y=None, *, loss="psi_g", lams=None, sigmas=None, folds=
         fold_of = fold_numbers(folds, class_index, source.classes, seed, source.name)
         n_folds, n = int(fold_of.max()) + 1, source.n_samples
         # a store's passes shared by the folds' runs (a run per fold at each point)
-        shared = None if source.in_memory else Lockstep(source)
+        shared = None if source.in_memory or not lockstep else Lockstep(source)
         base = shared or source
         views = [(RowSubset(base, np.flatnonzero(fold_of != f)),
                   RowSubset(base, np.flatnonzero(fold_of == f))) for f in range(n_folds)]
@@ -595,4 +606,5 @@ def cross_validate(data, y=None, *, loss="psi_g", lams=None, sigmas=None, folds=
                     options=dict(solver=solver, tol=tol, fit_intercept=fit_intercept,
                                  seed=seed if np.ndim(folds) == 0 else None,
                                  lam_ratio=lam_ratio, patience=patience, max_lams=max_lams,
+                                 lockstep=shared is not None,
                                  default_grid=start is not None))

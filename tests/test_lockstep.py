@@ -139,7 +139,12 @@ def test_cross_validation_on_a_store_shares_its_passes(store_path):
     options = dict(loss="squared_hinge", lams=(1e-2, 1e-3), folds=FOLDS, refit=False,
                    progress=False, hold=False)
     on_store = cross_validate(str(store_path), **options)
+    one_after_the_other = cross_validate(str(store_path), lockstep=False, **options)
     in_memory = cross_validate(X, y, **options)
+    for what in ("accuracy", "mean_loss", "objective", "passes"):
+        np.testing.assert_array_equal(getattr(on_store, what),
+                                      getattr(one_after_the_other, what), err_msg=what)
+    assert one_after_the_other.data_passes is None
     np.testing.assert_array_equal(on_store.accuracy, in_memory.accuracy)
     # both within ||grad L||^2 / (2 lambda) of each point's optimum
     lam = on_store.lams[None, :, None]

@@ -10,9 +10,12 @@ On one training file (default bench-data/news20.train.svm, made by tools/make_ne
       best C (lambda = 1 / (C n)) in grid steps of 2, both CV accuracies;
   (b) our psi_G lambda x sigma path (the default sigmas 2^1 .. 2^-5) on the same store:
       seconds, fits, passes, the best point;
-  (c) with --ooc STORE, the psi_G path out of core: in a child under
-      ../shared/bin/run-capped --cap-mb after evicting STORE from the page cache (the store
-      should be >= 4x the cap; its ratio is recorded): seconds, passes, peak memory.
+  (c) with --ooc STORE, the psi_G path out of core (``--ooc-max-lams`` points at each of
+      ``--ooc-sigmas``): in a child under ../shared/bin/run-capped --cap-mb after evicting
+      STORE from the page cache (the store should be >= 4x the cap; its ratio is
+      recorded): seconds, the folds' passes and the store's, peak memory; with the folds in
+      lockstep (each pass of the store serving every fold) and one after the other, side by
+      side, with the ratios.
 
 Prints the figures and writes them as JSON (tools/bench_output.py). --quick runs every part
 on the shipped a9a with a short grid, to check the tool end to end.
@@ -42,6 +45,7 @@ import bench_output  # noqa: E402
 from tool_args import REPO_ROOT, existing_file, existing_store, repo_env  # noqa: E402
 
 from streamssvm import Store, convert_svmlight, cross_validate  # noqa: E402
+from streamssvm.cli import _width_list  # noqa: E402
 from streamssvm.datasets import a9a_paths  # noqa: E402
 
 BIN = os.path.join(os.path.dirname(REPO_ROOT), "shared", "bin")
@@ -79,7 +83,7 @@ def path_figures(result, seconds):
 
 
 def ooc_path(store, cap_mb, folds, options):
-    """The psi_G path on ``store`` in a capped child after evicting it; its figures."""
+    """The path on ``store`` in a capped child after evicting it; its figures."""
     subprocess.run([os.path.join(BIN, "evict"), store], check=True)
     code = ("import json, sys, time; from streamssvm import cross_validate; "
             "s = time.perf_counter(); "
@@ -87,7 +91,8 @@ def ooc_path(store, cap_mb, folds, options):
             f"**{options!r}); "
             "print(json.dumps(dict(seconds=time.perf_counter() - s, "
             "passes=int(r.passes[r.passes >= 0].sum()), fits=int((r.passes >= 0).sum()), "
-            "best_lam=r.best_lam, best_sigma=r.best_sigma, best_accuracy=r.best_accuracy)))")
+            "data_passes=r.data_passes, best_lam=r.best_lam, best_sigma=r.best_sigma, "
+            "best_accuracy=r.best_accuracy, accuracy=r.to_json()['accuracy'])))")
     out = subprocess.run([os.path.join(BIN, "run-capped"), str(cap_mb), sys.executable, "-c",
                           code], env=repo_env(), capture_output=True, text=True)
     if out.returncode != 0:
@@ -97,6 +102,18 @@ def ooc_path(store, cap_mb, folds, options):
     size_mb = os.path.getsize(store) / 2 ** 20
     return dict(figures, cap_mb=cap_mb, store_mb=size_mb, store_over_cap=size_mb / cap_mb,
                 peak_mb=float(peak[0]) if peak else None)
+
+
+def ooc_paths(store, cap_mb, folds, options):
+    """:func:`ooc_path` with the folds in lockstep and one after the other, side by side:
+    both figures and the ratios of their time and of the store's passes."""
+    together = ooc_path(store, cap_mb, folds, options)
+    alone = ooc_path(store, cap_mb, folds, dict(options, lockstep=False))
+    if together["accuracy"] != alone["accuracy"]:
+        raise RuntimeError("the folds in lockstep and one after the other scored differently")
+    return dict(lockstep=together, one_after_the_other=alone,
+                time_ratio=together["seconds"] / alone["seconds"],
+                store_passes_ratio=together["data_passes"] / alone["passes"])
 
 
 def main(argv=None):
@@ -109,6 +126,8 @@ def main(argv=None):
     ap.add_argument("--cap-mb", type=int, default=500, help="memory cap of (c) in MB")
     ap.add_argument("--ooc-max-lams", type=int, default=8,
                     help="points of (c)'s lambda grid at each sigma (default %(default)s)")
+    ap.add_argument("--ooc-sigmas", type=_width_list, metavar="S1,S2,...",
+                    help="sigmas of (c), decreasing (default: the path's default sigmas)")
     ap.add_argument("--quick", action="store_true",
                     help="the shipped a9a and short grids: check that the tool runs")
     ap.add_argument("--output", help="JSON file (default benchmarks/cv.json)")
@@ -151,12 +170,20 @@ def main(argv=None):
         ooc = args.ooc or (store if args.quick else None)
         if ooc:
             options = dict(psi_g, max_lams=args.ooc_max_lams)
-            figures["psi_g path out of core"] = f = ooc_path(ooc, args.cap_mb, args.folds,
-                                                             options)
-            print(f"  out of core ({f['store_mb']:.0f} MB store = {f['store_over_cap']:.1f}x "
-                  f"the {args.cap_mb} MB cap): {f['seconds']:.2f} s, {f['passes']} passes, "
-                  f"peak {f['peak_mb']} MB, best lambda {f['best_lam']:.4g} sigma "
-                  f"{f['best_sigma']:g}")
+            if args.ooc_sigmas:
+                options["sigmas"] = args.ooc_sigmas
+            figures["psi_g path out of core"] = f = ooc_paths(ooc, args.cap_mb, args.folds,
+                                                              options)
+            for label, run in (("lockstep", f["lockstep"]),
+                               ("one after the other", f["one_after_the_other"])):
+                print(f"  out of core, folds {label} ({run['store_mb']:.0f} MB store = "
+                      f"{run['store_over_cap']:.1f}x the {args.cap_mb} MB cap): "
+                      f"{run['seconds']:.2f} s, {run['fits']} fits, {run['passes']} fold "
+                      f"passes, {run['data_passes'] or run['passes']} passes of the store, "
+                      f"peak {run['peak_mb']} MB, best lambda {run['best_lam']:.4g} sigma "
+                      f"{run['best_sigma']:g}")
+            print(f"  lockstep / one after the other: {f['time_ratio']:.2f}x the time, "
+                  f"{f['store_passes_ratio']:.2f}x the store's passes")
     path = bench_output.write("cv", figures, args.output)
     print(f"wrote {path}")
     return 0
