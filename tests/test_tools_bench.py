@@ -128,3 +128,23 @@ def test_bench_vw_quick_runs_both_sides_under_the_cap(tmp_path, python_env):
     for row in figures["against_vw_10_passes"]:
         assert row["ratio"] == pytest.approx(row["seconds"] / row["vw_seconds"])
         assert row["reached"] == (row["accuracy"] >= row["vw_accuracy"] - 0.001)
+
+
+def test_bench_cv_quick_out_of_core_in_lockstep_and_not(tmp_path, python_env):
+    out = tmp_path / "cv.json"
+    proc = _run("bench_cv.py", ["--quick", "--parts", "c", "--cap-mb", "400", "--output",
+                                str(out)], python_env)
+    if proc.returncode != 0 and "no writable memory cgroup" in proc.stderr:
+        pytest.skip("no memory cgroup for run-capped here")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    figures = json.loads(out.read_text())["figures"]
+    assert "liblinear" not in figures and "psi_g path" not in figures  # only (c)
+    ooc = figures["psi_g path out of core"]
+    together, alone = ooc["lockstep"], ooc["one_after_the_other"]
+    # the tool checked that both scored alike; the same fits and passes of the folds
+    assert together["fits"] == alone["fits"] > 0 and together["passes"] == alone["passes"]
+    assert alone["data_passes"] is None and 0 < together["data_passes"] < alone["passes"]
+    assert ooc["store_passes_ratio"] == pytest.approx(together["data_passes"] / alone["passes"])
+    assert ooc["time_ratio"] == pytest.approx(together["seconds"] / alone["seconds"])
+    for run in (together, alone):
+        assert run["peak_mb"] <= run["cap_mb"] == 400

@@ -11,7 +11,7 @@ On one training file (default bench-data/news20.train.svm, made by tools/make_ne
   (b) our psi_G lambda x sigma path (the default sigmas 2^1 .. 2^-5) on the same store:
       seconds, fits, passes, the best point;
   (c) with --ooc STORE, the psi_G path out of core (``--ooc-max-lams`` points at each of
-      ``--ooc-sigmas``): in a child under ../shared/bin/run-capped --cap-mb after evicting
+      ``--ooc-sigmas``): in a child under tools/bin/run-capped --cap-mb after evicting
       STORE from the page cache (the store should be >= 4x the cap; its ratio is
       recorded): seconds, the folds' passes and the store's, peak memory; with the folds in
       lockstep (each pass of the store serving every fold) and one after the other, side by
@@ -42,13 +42,12 @@ sys.path.insert(0, os.path.dirname(TOOLS))
 sys.path.insert(0, TOOLS)
 
 import bench_output  # noqa: E402
-from tool_args import REPO_ROOT, existing_file, existing_store, repo_env  # noqa: E402
+from tool_args import BIN, REPO_ROOT, existing_file, existing_store, repo_env  # noqa: E402
 
 from streamssvm import Store, convert_svmlight, cross_validate  # noqa: E402
 from streamssvm.cli import _width_list  # noqa: E402
 from streamssvm.datasets import a9a_paths  # noqa: E402
 
-BIN = os.path.join(os.path.dirname(REPO_ROOT), "shared", "bin")
 DEFAULT_TRAIN = os.path.join(REPO_ROOT, "bench-data", "news20.train.svm")
 LIBLINEAR_RULE = dict(tol=0.01, liblinear_tol=True)
 
@@ -84,7 +83,7 @@ def path_figures(result, seconds):
 
 def ooc_path(store, cap_mb, folds, options):
     """The path on ``store`` in a capped child after evicting it; its figures."""
-    subprocess.run([os.path.join(BIN, "evict"), store], check=True)
+    subprocess.run([sys.executable, os.path.join(BIN, "evict"), store], check=True)
     code = ("import json, sys, time; from streamssvm import cross_validate; "
             "s = time.perf_counter(); "
             f"r = cross_validate({store!r}, folds={folds}, refit=False, progress=False, "
@@ -116,6 +115,13 @@ def ooc_paths(store, cap_mb, folds, options):
                 store_passes_ratio=together["data_passes"] / alone["passes"])
 
 
+def parts_of(text):
+    """``text`` as a set of the parts a, b, c."""
+    if not text or set(text) - set("abc"):
+        raise argparse.ArgumentTypeError(f"{text!r}: give some of a, b, c (e.g. ac)")
+    return set(text)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--train", type=existing_file,
@@ -128,6 +134,8 @@ def main(argv=None):
                     help="points of (c)'s lambda grid at each sigma (default %(default)s)")
     ap.add_argument("--ooc-sigmas", type=_width_list, metavar="S1,S2,...",
                     help="sigmas of (c), decreasing (default: the path's default sigmas)")
+    ap.add_argument("--parts", type=parts_of, default="abc",
+                    help="which of (a), (b), (c) to run, e.g. c (default abc)")
     ap.add_argument("--quick", action="store_true",
                     help="the shipped a9a and short grids: check that the tool runs")
     ap.add_argument("--output", help="JSON file (default benchmarks/cv.json)")
@@ -141,34 +149,36 @@ def main(argv=None):
         convert_svmlight(train, store, value_dtype="float64", progress=False)
         with Store(store) as source:
             n = source.n_samples
-        best_c, rate, liblinear_seconds = liblinear_search(store, args.folds)
-        figures = dict(data=os.path.basename(train), n_samples=n, folds=args.folds,
-                       liblinear=dict(best_C=best_c, best_lam=1 / (best_c * n),
-                                      accuracy=rate, seconds=liblinear_seconds))
+        figures = dict(data=os.path.basename(train), n_samples=n, folds=args.folds)
         print(f"{figures['data']}: {n:,} rows, {args.folds} folds")
-        print(f"  LIBLINEAR -s 2 -C -v {args.folds}: best C {best_c:g} (lambda "
-              f"{1 / (best_c * n):.4g}), accuracy {rate:.5f}, {liblinear_seconds:.2f} s")
-        for label, rule in (("default tol", {}), ("LIBLINEAR's rule", LIBLINEAR_RULE)):
-            result, seconds = ours(store, args.folds, loss="squared_hinge", **rule, **short)
-            steps = math.log2(result.best_lam * best_c * n)
-            figures[f"squared_hinge, {label}"] = dict(
-                path_figures(result, seconds), time_ratio=seconds / liblinear_seconds,
-                grid_steps_from_liblinear=steps)
-            print(f"  ours, squared hinge, {label}: best lambda {result.best_lam:.4g} "
-                  f"({steps:+.2f} steps of 2 from LIBLINEAR's), accuracy "
-                  f"{result.best_accuracy:.5f}, {seconds:.2f} s = "
-                  f"{seconds / liblinear_seconds:.2f}x LIBLINEAR's")
+        if "a" in args.parts:
+            best_c, rate, liblinear_seconds = liblinear_search(store, args.folds)
+            figures["liblinear"] = dict(best_C=best_c, best_lam=1 / (best_c * n),
+                                        accuracy=rate, seconds=liblinear_seconds)
+            print(f"  LIBLINEAR -s 2 -C -v {args.folds}: best C {best_c:g} (lambda "
+                  f"{1 / (best_c * n):.4g}), accuracy {rate:.5f}, {liblinear_seconds:.2f} s")
+            for label, rule in (("default tol", {}), ("LIBLINEAR's rule", LIBLINEAR_RULE)):
+                result, seconds = ours(store, args.folds, loss="squared_hinge", **rule, **short)
+                steps = math.log2(result.best_lam * best_c * n)
+                figures[f"squared_hinge, {label}"] = dict(
+                    path_figures(result, seconds), time_ratio=seconds / liblinear_seconds,
+                    grid_steps_from_liblinear=steps)
+                print(f"  ours, squared hinge, {label}: best lambda {result.best_lam:.4g} "
+                      f"({steps:+.2f} steps of 2 from LIBLINEAR's), accuracy "
+                      f"{result.best_accuracy:.5f}, {seconds:.2f} s = "
+                      f"{seconds / liblinear_seconds:.2f}x LIBLINEAR's")
         psi_g = dict(loss="psi_g", **short)
         if args.quick:
             psi_g["sigmas"] = (0.5, 0.125)
-        result, seconds = ours(store, args.folds, **psi_g)
-        figures["psi_g path"] = path_figures(result, seconds)
-        print(f"  ours, psi_G lambda x sigma: best lambda {result.best_lam:.4g} sigma "
-              f"{result.best_sigma:g}, accuracy {result.best_accuracy:.5f}, "
-              f"{figures['psi_g path']['fits']} fits, {figures['psi_g path']['passes']} "
-              f"passes, {seconds:.2f} s")
+        if "b" in args.parts:
+            result, seconds = ours(store, args.folds, **psi_g)
+            figures["psi_g path"] = path_figures(result, seconds)
+            print(f"  ours, psi_G lambda x sigma: best lambda {result.best_lam:.4g} sigma "
+                  f"{result.best_sigma:g}, accuracy {result.best_accuracy:.5f}, "
+                  f"{figures['psi_g path']['fits']} fits, {figures['psi_g path']['passes']} "
+                  f"passes, {seconds:.2f} s")
         ooc = args.ooc or (store if args.quick else None)
-        if ooc:
+        if ooc and "c" in args.parts:
             options = dict(psi_g, max_lams=args.ooc_max_lams)
             if args.ooc_sigmas:
                 options["sigmas"] = args.ooc_sigmas
