@@ -13,10 +13,10 @@ lambda paths):
   starts from the model at the previous sigma (the continuation ``train_stream``'s
   ``sigma_path`` makes for a small sigma).
 
-On a store, the K folds of each point train in lockstep (:mod:`streamssvm.data.lockstep`):
-each pass of the store serves every fold waiting for one, so a point reads the store about
-as often as its longest fold makes passes, not K times as often; each fold computes what it
-would alone.
+The K folds of each point train in lockstep (:mod:`streamssvm.data.lockstep`), up to one
+per core at once: each pass over the data serves every fold waiting for one, so a point
+reads a store about as often as its longest fold makes passes, not K times as often; each
+fold computes what it would alone.
 
 A warm start changes where the solver starts, not where it stops: every point is solved to
 the stopping rule ||grad L(w)|| <= tol ||grad L(0)||. L is lambda-strongly convex (without
@@ -116,9 +116,9 @@ class CVResult:
     seconds : float
         Wall time of the path (the refit excluded).
     data_passes : int or None
-        Passes over a store the path made with its folds in lockstep, each shared by
-        every fold waiting for one (:mod:`streamssvm.data.lockstep`); None for data in
-        memory, or with ``lockstep=False``.
+        Passes over the data the path made with its folds in lockstep, each shared by
+        every fold waiting for one (:mod:`streamssvm.data.lockstep`); None with
+        ``lockstep=False``.
     """
 
     loss: str
@@ -202,7 +202,7 @@ class CVResult:
                          f"{int(self.passes[i, j].sum()):7d}{best}")
         if self.data_passes is not None:
             fold_passes = int(self.passes[self.passes >= 0].sum())
-            lines.append(f"{self.data_passes} passes over the store, shared by the folds "
+            lines.append(f"{self.data_passes} passes over the data, shared by the folds "
                          f"(their training passes: {fold_passes})")
         lines.append(self.summary())
         return "\n".join(lines)
@@ -473,11 +473,11 @@ def cross_validate(data, y=None, *, loss="psi_g", lams=None, sigmas=None, folds=
     max_lams : int
         Most points of the default grid at each sigma (its floor).
     lockstep : bool
-        On a store, train the folds of each point in lockstep, each pass of the store
-        serving every fold (:mod:`streamssvm.data.lockstep`; the results are the same);
-        False: one fold after the other, each reading the store for its own passes (one
-        fold's memory at a time, where lockstep holds every fold's at once, each in a K-th
-        of the free memory).
+        Train the folds of each point in lockstep, up to one per core at once, each pass
+        over the data serving every fold waiting for one (:mod:`streamssvm.data.lockstep`;
+        the results are the same); False: one fold after the other, each making its own
+        passes (one fold's memory at a time, where lockstep holds every fold's at once,
+        each in a K-th of the free memory).
     **train_options
         Passed to every training (``max_iter``, ``intercept_scaling``, ``n_threads``,
         ``hold``, ``class_weight``, solver options ...); not ``lam``, ``sigma``, ``w0``,
@@ -515,8 +515,8 @@ def cross_validate(data, y=None, *, loss="psi_g", lams=None, sigmas=None, folds=
         class_index = labels if source.multiclass else (labels > 0).astype(np.intp)
         fold_of = fold_numbers(folds, class_index, source.classes, seed, source.name)
         n_folds, n = int(fold_of.max()) + 1, source.n_samples
-        # a store's passes shared by the folds' runs (a run per fold at each point)
-        shared = None if source.in_memory or not lockstep else Lockstep(source)
+        # the passes over the data shared by the folds' runs (a run per fold at each point)
+        shared = Lockstep(source) if lockstep else None
         base = shared or source
         views = [(RowSubset(base, np.flatnonzero(fold_of != f)),
                   RowSubset(base, np.flatnonzero(fold_of == f))) for f in range(n_folds)]

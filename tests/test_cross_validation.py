@@ -77,8 +77,10 @@ def test_result_table_and_cv_results(path_result):
     assert r.best_accuracy == mean[i, j] == np.nanmax(mean)
     assert r.best_std == pytest.approx(r.accuracy[i, j].std())
     table = r.table()
-    assert len(table.splitlines()) == 1 + len(SIGMAS) * len(LAMS) + 1
+    # the header, a line per point, the shared passes, the best point
+    assert len(table.splitlines()) == 1 + len(SIGMAS) * len(LAMS) + 1 + 1
     assert table.count("*") == 1 and "best: lambda" in table
+    assert f"{r.data_passes} passes over the data" in table
     cv = r.cv_results_
     assert len(cv["params"]) == len(SIGMAS) * len(LAMS)
     assert cv["rank_test_score"][np.argmax(cv["mean_test_score"])] == 1
@@ -240,7 +242,7 @@ def test_cli_cv_prints_the_table_and_the_best_point(a9a_store, capsys, tmp_path)
     assert record["best_lam"] in (0.1, 0.001) and len(record["accuracy"]) == 2
     # a store's passes, shared by the folds: fewer than the folds' own
     fold_passes = sum(p for plane in record["passes"] for row in plane for p in row)
-    assert lines[-2] == (f"{record['data_passes']} passes over the store, shared by the "
+    assert lines[-2] == (f"{record['data_passes']} passes over the data, shared by the "
                          f"folds (their training passes: {fold_passes})")
     assert record["data_passes"] < fold_passes
 

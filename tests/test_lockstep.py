@@ -150,7 +150,7 @@ def test_cross_validation_on_a_store_shares_its_passes(store_path):
     lam = on_store.lams[None, :, None]
     bound = (on_store.grad_norm ** 2 + in_memory.grad_norm ** 2) / (2 * lam)
     assert np.all(np.abs(on_store.objective - in_memory.objective) <= bound)
-    assert in_memory.data_passes is None
+    assert 0 < in_memory.data_passes < in_memory.passes.sum()
     # at each point the longest fold's training passes and a scoring pass, shared; and
     # once the folds' counts of nonzeros
     per_point = on_store.passes.max(axis=2).sum() + on_store.passes.shape[1] + 1
@@ -184,3 +184,20 @@ def test_an_interrupt_of_the_coordinator_unwinds_every_run(store_path):
             shared.run([run_passes] * 3)
     assert len(unwound) == 3
     assert not [t for t in threading.enumerate() if t.name.startswith("streamssvm-lock")]
+
+
+def test_up_to_concurrent_runs_hold_a_baton_at_once(store_path):
+    with Store(store_path) as store:
+        for concurrent, expected in ((2, [True, True]), (1, [False, False])):
+            meet = threading.Barrier(2, timeout=2)  # both runs at once, or a timeout
+
+            def met(meet=meet):
+                try:
+                    meet.wait()
+                    return True
+                except threading.BrokenBarrierError:
+                    return False
+
+            assert Lockstep(store, concurrent).run([met, met]) == expected
+        with pytest.raises(ValueError, match="concurrent"):
+            Lockstep(store, 0)

@@ -5,30 +5,39 @@ passes. One after the other, K trainings of P passes each read the store about K
 in lockstep a pass of the store serves every training waiting for one, and the store is
 read about P times (the most any of them makes).
 
-Each run is a thread, but only one thread runs at a time: they pass a baton, as
-coroutines would. A run keeps the baton until it asks for a pass over the source in
-storage order (any increasing order of blocks: a row subset's blocks); once every run is
-waiting for a pass or done, the coordinator (the caller's thread) reads the blocks that any
-waiting run asked for, once each, and hands each block to the waiting runs in turn, each
-running until it asks for its next block (or leaves the pass). Every computation of a run
-is then that of a sequential run, in the same order, so results are bit-identical to
-running the runs one after the other, and numba's parallel kernels are never launched from
-two threads at once. A pass in any other order (a stochastic solver's shuffled epoch) and a
-read of single blocks go straight to the source while the run holds the baton.
+Each run is a thread; they pass batons, as coroutines would, and up to ``concurrent`` of
+them hold one at a time (the cores, where numba's threading layer runs parallel kernels from
+several threads at once; else one). A run keeps its baton until it asks for a pass over the
+source in storage order (any increasing order of blocks: a row subset's blocks); once
+every run is waiting for a pass or done, the coordinator (the caller's thread) reads the
+blocks that any waiting run asked for, once each, and hands each block to the runs that
+asked for it, each running until it asks for its next block (or leaves the pass). Runs
+share nothing but the blocks they read, so each computes what it would alone, in the same
+order: results are bit-identical to running the runs one after the other. A pass in any
+other order (a stochastic solver's shuffled epoch) and a read of single blocks go straight
+to the source while the run holds its baton.
 
 Memory: while K runs are alive, each sees a K-th of the free memory as its own
 (:func:`~streamssvm._memory.memory_share`), so K budgets taken from the free memory add up
 to what one run would take.
 """
 
+import os
 import threading
 
 import numpy as np
 
 from .._memory import memory_share
+from ..kernels import threadsafe_parallel
 from .source import BlockSource
 
 _END = object()  # handed to a run at the end of a pass
+
+
+def check_concurrent(concurrent):
+    if isinstance(concurrent, bool) or not isinstance(concurrent, int) or concurrent < 1:
+        raise ValueError(f"concurrent must be an integer >= 1, got {concurrent!r}")
+    return concurrent
 
 
 class _Aborted(BaseException):
@@ -44,6 +53,7 @@ class _Run:
         self.joined = None  # the pass it is in (None: waiting for the next)
         self.transient = True
         self.inbox = None
+        self.go = False  # holds the baton
         self.result, self.error = None, None
 
 
@@ -51,20 +61,28 @@ class Lockstep(BlockSource):
     """``source`` as a source whose passes in storage order, made by the runs of
     :meth:`run`, are shared (module docstring); outside :meth:`run` it reads as ``source``.
 
+    Parameters
+    ----------
+    source : BlockSource
+    concurrent : int, optional
+        Runs holding a baton at once (default: the cores where numba's threading layer
+        allows parallel kernels from several threads, else 1).
+
     Attributes
     ----------
     passes : int
         Passes the coordinator made over the source (each serving every run waiting).
     """
 
-    def __init__(self, source):
+    def __init__(self, source, concurrent=None):
         self.source = source
+        self.concurrent = (check_concurrent(concurrent) if concurrent is not None
+                           else (os.cpu_count() or 1) if threadsafe_parallel() else 1)
         for attr in ("name", "n_samples", "n_features", "classes", "value_dtype",
                      "row_offsets", "in_memory"):
             setattr(self, attr, getattr(source, attr))
         self.passes = 0
         self._cond = threading.Condition()
-        self._turn = None  # the _Run that may run, or None: the coordinator
         self._runs = {}  # thread ident -> _Run, during run()
         self._aborted = False
 
@@ -103,7 +121,7 @@ class Lockstep(BlockSource):
 
     def _wait_turn(self, run):
         with self._cond:
-            while self._turn is not run:
+            while not run.go:
                 self._cond.wait()
         if self._aborted:
             raise _Aborted
@@ -114,20 +132,22 @@ class Lockstep(BlockSource):
         if self._aborted:
             raise _Aborted
         with self._cond:
-            run.state = state
-            self._turn = None
+            run.state, run.go = state, False
             self._cond.notify_all()
         self._wait_turn(run)
         run.state = "running"
 
-    def _resume(self, run, inbox=None):
-        """The coordinator hands the baton to ``run`` and waits until it comes back."""
-        with self._cond:
-            run.inbox = inbox
-            self._turn = run
-            self._cond.notify_all()
-            while self._turn is not None:
-                self._cond.wait()
+    def _resume(self, runs, inbox=None):
+        """The coordinator hands the baton to ``runs``, at most ``concurrent`` at a time,
+        and waits until each has given it back."""
+        for first in range(0, len(runs), self.concurrent):
+            group = runs[first:first + self.concurrent]
+            with self._cond:
+                for run in group:
+                    run.inbox, run.go = inbox, True
+                self._cond.notify_all()
+                while any(run.go for run in group):
+                    self._cond.wait()
 
     def _body(self, run):
         try:
@@ -140,8 +160,7 @@ class Lockstep(BlockSource):
         except BaseException as exc:  # handed to the coordinator, raised there
             run.error = exc
         with self._cond:
-            run.state = "done"
-            self._turn = None
+            run.state, run.go = "done", False
             self._cond.notify_all()
 
     def run(self, tasks):
@@ -165,7 +184,7 @@ class Lockstep(BlockSource):
         finally:
             for run in runs:  # each aborted run unwinds at its next request
                 while run.state != "done":
-                    self._resume(run)
+                    self._resume([run])
             for thread in threads:
                 thread.join()
             self._runs = {}
@@ -173,10 +192,8 @@ class Lockstep(BlockSource):
 
     def _coordinate(self, runs):
         while True:
-            for run in runs:
-                if run.state == "new":
-                    self._resume(run)
-                self._raise_first(runs)
+            self._resume([r for r in runs if r.state == "new"])
+            self._raise_first(runs)
             waiting = [r for r in runs if r.state == "pass"]
             if not waiting:
                 return
@@ -195,19 +212,17 @@ class Lockstep(BlockSource):
         blocks = self.source.iter_blocks(order, transient=transient)
         try:
             for k, block in zip(order, blocks):
-                for run in waiting:
-                    at = cursor[run.index]
-                    if self._member(run) and at < len(run.order) and run.order[at] == k:
-                        cursor[run.index] = at + 1
-                        self._resume(run, block)
+                takers = [r for r in waiting if self._member(r)
+                          and cursor[r.index] < len(r.order) and r.order[cursor[r.index]] == k]
+                for run in takers:
+                    cursor[run.index] += 1
+                self._resume(takers, block)
                 waiting = [r for r in waiting if self._member(r)]
                 if not waiting or any(r.error is not None for r in runs):
                     break
         finally:
             blocks.close()
-        for run in waiting:  # still in the pass: its end
-            if self._member(run):
-                self._resume(run, _END)
+        self._resume([r for r in waiting if self._member(r)], _END)  # still in it: its end
 
     def _member(self, run):
         """``run`` is in the current pass (not left, nor waiting for the next)."""

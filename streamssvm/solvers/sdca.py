@@ -62,6 +62,7 @@ import numpy as np
 from .._memory import per_sample_array
 from .._progress import closing_bars
 from ..kernels import stochastic as sk
+from ..kernels import threadsafe_parallel
 from .common import start_state
 from .registry import MAX_SECONDS, MEMORY_LIMIT, SEED, Option, SolverRecord
 from .stochastic import EpochRun, epoch_source
@@ -147,7 +148,7 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         raise ValueError(f"inner_epochs must be an integer >= 1, got {inner_epochs!r}")
     overlap = overlap and data.hold_rows()
     with _Evaluations(overlap) as evaluations:
-        if overlap and _threadsafe_kernels():
+        if overlap and threadsafe_parallel():
             # the transpose beside the first epochs (an evaluation meanwhile, as at a w0,
             # takes the rows' way)
             data.make_columns(evaluations.pool)
@@ -341,19 +342,6 @@ class _Evaluations:
     def __exit__(self, *exc):
         if self.pool is not None:
             self.pool.shutdown()
-
-
-def _threadsafe_kernels():
-    """numba can run parallel kernels from two threads at once: its "omp" and "tbb"
-    threading layers can, "workqueue" aborts. (The layer is known once numba's threads
-    are launched.)"""
-    try:
-        from numba.np.ufunc.parallel import _launch_threads
-
-        _launch_threads()
-        return numba.threading_layer() in ("omp", "tbb")
-    except (ImportError, ValueError):
-        return False
 
 
 def _settled(objective, state, dual):
