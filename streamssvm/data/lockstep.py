@@ -35,6 +35,7 @@ _END = object()  # handed to a run at the end of a pass
 
 
 def check_concurrent(concurrent):
+    """``concurrent`` as a count of runs at once: an integer >= 1, a ValueError else."""
     if isinstance(concurrent, bool) or not isinstance(concurrent, int) or concurrent < 1:
         raise ValueError(f"concurrent must be an integer >= 1, got {concurrent!r}")
     return concurrent
@@ -201,8 +202,9 @@ class Lockstep(BlockSource):
             self._raise_first(runs)
 
     def _pass(self, waiting, runs):
-        """One pass over the blocks any of ``waiting`` asked for, each handed to them in
-        turn; those that leave the pass early wait for the next one, or are done."""
+        """One pass over the blocks any of ``waiting`` asked for, each handed to the runs
+        that asked for it; those that leave the pass early wait for the next one, or are
+        done."""
         self.passes += 1
         for run in waiting:
             run.joined = self.passes
