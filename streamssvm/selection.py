@@ -67,7 +67,7 @@ from .data import RowSubset
 from .data.lockstep import Lockstep
 from .data.source import label_text
 from .losses import get_loss
-from .objective.smooth_svm import check_lam
+from .objective.smooth_svm import check_lam, check_threads
 
 # the losses whose width is chosen along with lambda by default, and their default widths:
 # from psi_G's widest useful bend down past its default 2^-3 towards the hinge
@@ -473,11 +473,11 @@ def cross_validate(data, y=None, *, loss="psi_g", lams=None, sigmas=None, folds=
     max_lams : int
         Most points of the default grid at each sigma (its floor).
     lockstep : bool
-        Train the folds of each point in lockstep, up to one per core at once, each pass
-        over the data serving every fold waiting for one (:mod:`streamssvm.data.lockstep`;
-        the results are the same); False: one fold after the other, each making its own
-        passes (one fold's memory at a time, where lockstep holds every fold's at once,
-        each in a K-th of the free memory).
+        Train the folds of each point in lockstep, up to ``n_threads`` (default numba's
+        thread count) at once, each pass over the data serving every fold waiting for one
+        (:mod:`streamssvm.data.lockstep`; the results are the same); False: one fold after
+        the other, each making its own passes (one fold's memory at a time, where lockstep
+        holds every fold's at once, each in a K-th of the free memory).
     **train_options
         Passed to every training (``max_iter``, ``intercept_scaling``, ``n_threads``,
         ``hold``, ``class_weight``, solver options ...); not ``lam``, ``sigma``, ``w0``,
@@ -516,7 +516,9 @@ def cross_validate(data, y=None, *, loss="psi_g", lams=None, sigmas=None, folds=
         fold_of = fold_numbers(folds, class_index, source.classes, seed, source.name)
         n_folds, n = int(fold_of.max()) + 1, source.n_samples
         # the passes over the data shared by the folds' runs (a run per fold at each point)
-        shared = Lockstep(source) if lockstep else None
+        # as many folds at once as the kernels may use threads
+        threads = check_threads(train_options.get("n_threads"))
+        shared = Lockstep(source, threads and min(threads, n_folds)) if lockstep else None
         base = shared or source
         views = [(RowSubset(base, np.flatnonzero(fold_of != f)),
                   RowSubset(base, np.flatnonzero(fold_of == f))) for f in range(n_folds)]

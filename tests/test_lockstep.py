@@ -201,3 +201,9 @@ def test_up_to_concurrent_runs_hold_a_baton_at_once(store_path):
             assert Lockstep(store, concurrent).run([met, met]) == expected
         with pytest.raises(ValueError, match="concurrent"):
             Lockstep(store, 0)
+
+
+def test_cross_validation_refuses_bad_threads_before_any_pass(store_path):
+    with pytest.raises(ValueError, match="n_threads must be a positive integer"):
+        cross_validate(str(store_path), loss="squared_hinge", lams=(1e-2,), n_threads=0,
+                       progress=False)

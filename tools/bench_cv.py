@@ -105,7 +105,9 @@ def ooc_path(store, cap_mb, folds, options):
 
 def ooc_paths(store, cap_mb, folds, options):
     """:func:`ooc_path` with the folds in lockstep and one after the other, side by side:
-    both figures and the ratios of their time and of the store's passes."""
+    both figures, the ratio of their times, and the shared passes of the store over the
+    folds' training passes (a lower bound of the store's passes one after the other, which
+    also reads it to score each fold)."""
     together = ooc_path(store, cap_mb, folds, options)
     alone = ooc_path(store, cap_mb, folds, dict(options, lockstep=False))
     if together["accuracy"] != alone["accuracy"]:
@@ -188,12 +190,14 @@ def main(argv=None):
                                ("one after the other", f["one_after_the_other"])):
                 print(f"  out of core, folds {label} ({run['store_mb']:.0f} MB store = "
                       f"{run['store_over_cap']:.1f}x the {args.cap_mb} MB cap): "
-                      f"{run['seconds']:.2f} s, {run['fits']} fits, {run['passes']} fold "
-                      f"passes, {run['data_passes'] or run['passes']} passes of the store, "
+                      f"{run['seconds']:.2f} s, {run['fits']} fits, {run['passes']} "
+                      f"training passes of the folds, "
+                      f"{run['data_passes'] or '-'} shared passes of the store, "
                       f"peak {run['peak_mb']} MB, best lambda {run['best_lam']:.4g} sigma "
                       f"{run['best_sigma']:g}")
-            print(f"  lockstep / one after the other: {f['time_ratio']:.2f}x the time, "
-                  f"{f['store_passes_ratio']:.2f}x the store's passes")
+            print(f"  lockstep / one after the other: {f['time_ratio']:.2f}x the time; "
+                  f"shared passes / the folds' training passes: "
+                  f"{f['store_passes_ratio']:.2f}")
     path = bench_output.write("cv", figures, args.output)
     print(f"wrote {path}")
     return 0

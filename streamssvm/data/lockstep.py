@@ -6,25 +6,25 @@ in lockstep a pass of the store serves every training waiting for one, and the s
 read about P times (the most any of them makes).
 
 Each run is a thread; they pass batons, as coroutines would, and up to ``concurrent`` of
-them hold one at a time (the cores, where numba's threading layer runs parallel kernels from
-several threads at once; else one). A run keeps its baton until it asks for a pass over the
-source in storage order (any increasing order of blocks: a row subset's blocks); once
-every run is waiting for a pass or done, the coordinator (the caller's thread) reads the
-blocks that any waiting run asked for, once each, and hands each block to the runs that
-asked for it, each running until it asks for its next block (or leaves the pass). Runs
-share nothing but the blocks they read, so each computes what it would alone, in the same
-order: results are bit-identical to running the runs one after the other. A pass in any
-other order (a stochastic solver's shuffled epoch) and a read of single blocks go straight
-to the source while the run holds its baton.
+them hold one at a time (numba's thread count, where its threading layer runs parallel
+kernels from several threads at once; else one). A run keeps its baton until it asks for a
+pass over the source in storage order (any increasing order of blocks: a row subset's
+blocks); once every run is waiting for a pass or done, the coordinator (the caller's
+thread) reads the blocks that any waiting run asked for, once each, and hands each block to
+the runs that asked for it, each running until it asks for its next block (or leaves the
+pass). Runs share nothing but the blocks they read, so each computes what it would alone,
+in the same order: results are bit-identical to running the runs one after the other. A
+pass in any other order (a stochastic solver's shuffled epoch) and a read of single blocks
+go straight to the source while the run holds its baton.
 
 Memory: while K runs are alive, each sees a K-th of the free memory as its own
 (:func:`~streamssvm._memory.memory_share`), so K budgets taken from the free memory add up
 to what one run would take.
 """
 
-import os
 import threading
 
+import numba
 import numpy as np
 
 from .._memory import memory_share
@@ -52,6 +52,7 @@ class _Run:
         self.state = "new"  # new, running, pass (waiting for one), next (in one), done
         self.order = None  # the blocks it asked a pass for
         self.joined = None  # the pass it is in (None: waiting for the next)
+        self.at = 0  # where in ``order`` the pass it is in has come
         self.transient = True
         self.inbox = None
         self.go = False  # holds the baton
@@ -66,8 +67,8 @@ class Lockstep(BlockSource):
     ----------
     source : BlockSource
     concurrent : int, optional
-        Runs holding a baton at once (default: the cores where numba's threading layer
-        allows parallel kernels from several threads, else 1).
+        Runs holding a baton at once (default: numba's thread count where its threading
+        layer allows parallel kernels from several threads, else 1).
 
     Attributes
     ----------
@@ -78,7 +79,7 @@ class Lockstep(BlockSource):
     def __init__(self, source, concurrent=None):
         self.source = source
         self.concurrent = (check_concurrent(concurrent) if concurrent is not None
-                           else (os.cpu_count() or 1) if threadsafe_parallel() else 1)
+                           else numba.get_num_threads() if threadsafe_parallel() else 1)
         for attr in ("name", "n_samples", "n_features", "classes", "value_dtype",
                      "row_offsets", "in_memory"):
             setattr(self, attr, getattr(source, attr))
@@ -207,17 +208,16 @@ class Lockstep(BlockSource):
         done."""
         self.passes += 1
         for run in waiting:
-            run.joined = self.passes
+            run.joined, run.at = self.passes, 0
         order = np.unique(np.concatenate([r.order for r in waiting]))
-        cursor = {r.index: 0 for r in waiting}
         transient = all(r.transient for r in waiting)
         blocks = self.source.iter_blocks(order, transient=transient)
         try:
             for k, block in zip(order, blocks):
-                takers = [r for r in waiting if self._member(r)
-                          and cursor[r.index] < len(r.order) and r.order[cursor[r.index]] == k]
+                takers = [r for r in waiting
+                          if self._member(r) and r.at < len(r.order) and r.order[r.at] == k]
                 for run in takers:
-                    cursor[run.index] += 1
+                    run.at += 1
                 self._resume(takers, block)
                 waiting = [r for r in waiting if self._member(r)]
                 if not waiting or any(r.error is not None for r in runs):
