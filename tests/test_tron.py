@@ -525,6 +525,21 @@ def test_a_start_of_the_wrong_length_is_refused_naming_w0(solver):
         assert str(info.value) == f"w0 has shape (4,), expected {expected}"
 
 
+@pytest.mark.parametrize("solver", NON_FINITE_SOLVERS)
+def test_a_start_meeting_the_stopping_rule_is_returned_as_it_is(small_problem, solver):
+    """SDCA returned its primal-dual map of such a w0, w(alpha) (w0 only at the optimum;
+    or 0 where alpha = 0 has the higher dual): along a lambda path with LIBLINEAR's rule,
+    a fold's model at the next lambda was w = 0."""
+    from streamssvm.solvers import SOLVERS
+
+    w_star = solve(make_objective(small_problem), tol=1e-8).w
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        result = SOLVERS[solver](make_objective(small_problem), w0=w_star, tol=1e-3)
+    assert result.converged and result.n_iter == 0
+    np.testing.assert_array_equal(result.w, w_star)
+
+
 @pytest.mark.parametrize("solver, options", [("tron", {}),
                                              ("newton", dict(preconditioner=False))])
 def test_overflowing_hessian_products_stop_the_run(solver, options):

@@ -170,6 +170,8 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         w = np.zeros(objective.n_features)
         if run.resumed is not None:
             dual[:], w[:] = run.resumed["dual"], run.resumed["w"]
+        elif w0 is not None and run.converged:  # w0 meets the rule: no sweep, w0 returned
+            w = run.state.w.copy()  # (w(alpha) of the map below is w0 only at the optimum)
         elif w0 is not None:  # the primal-dual map at w0, if its dual beats alpha = 0's
             sk.slopes_of_margins(run.state.margins, *objective.loss_args, dual)
             dual *= -1.0
