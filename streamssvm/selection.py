@@ -54,6 +54,7 @@ import functools
 import math
 import numbers
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -62,12 +63,14 @@ from . import kernels
 from ._interrupt import interrupts_after_compiling
 from ._names import named
 from ._progress import closing_bars, progress_bar
+from ._warn import warn
 from .calibration import check_n_folds, stratified_folds
 from .data import RowSubset
 from .data.lockstep import Lockstep
 from .data.source import label_text
 from .losses import get_loss
 from .objective.smooth_svm import check_lam, check_threads
+from .solvers.common import ConvergenceWarning
 
 # the losses whose width is chosen along with lambda by default, and their default widths:
 # from psi_G's widest useful bend down past its default 2^-3 towards the hinge
@@ -419,6 +422,20 @@ def _check_search(lam_ratio, patience, max_lams):
             raise ValueError(f"{named(what)} must be an integer >= 1, got {value!r}")
 
 
+def _warn_unconverged(converged, n_iter, lams):
+    """One ConvergenceWarning for the fits that stopped before the stopping rule (the
+    path's points ran, ``n_iter`` >= 0), naming how many and the lambdas where."""
+    ran = n_iter >= 0
+    stopped = ran & ~converged
+    if stopped.any():
+        where = lams[stopped.any(axis=(0, 2))]
+        span = (f"{where[0]:.4g}" if len(where) == 1 else f"{where[0]:.4g} .. {where[-1]:.4g}")
+        warn(f"{int(stopped.sum())} of {int(ran.sum())} fits stopped unconverged (their "
+             f"solver's max_iter or max_seconds), at lambda {span}: their scores are the "
+             f"models' they reached (CVResult.converged); raise max_iter, or tol",
+             ConvergenceWarning)
+
+
 def _fit_and_score(views, w0, **train_options):
     """One fold's model at one point, trained on ``views``' first part from ``w0``, and
     its decision values and labels on the second (held-out) part."""
@@ -540,49 +557,54 @@ def cross_validate(data, y=None, *, loss="psi_g", lams=None, sigmas=None, folds=
         began = time.perf_counter()
         latest, first = [None] * n_folds, [None] * n_folds
         reached = 0
-        for i, (sigma, loss_i) in enumerate(zip(sigma_values, losses)):
-            best, stale, plateau, moved = -np.inf, 0, None, False
-            for j, lam in enumerate(lam_values):
-                # along lambda; a sigma's first lambda from the wider sigma's first
-                tasks = [functools.partial(_fit_and_score, views[f],
-                                           w0=latest[f] if j else first[f], loss=loss,
-                                           sigma=sigma, lam=float(lam), solver=solver, tol=tol,
-                                           fit_intercept=fit_intercept, **train_options)
-                         for f in range(n_folds)]
-                fitted = shared.run(tasks) if shared else [task() for task in tasks]
-                for f, (model, decision, held_labels) in enumerate(fitted):
-                    latest[f] = warm_point(model, fit_intercept, scaling)
-                    if j == 0:
-                        first[f] = latest[f]
-                    accuracy[i, j, f] = model.accuracy(decision, held_labels, source.classes)
-                    mean_loss[i, j, f] = held_out_loss(loss_i, decision, held_labels,
-                                                       source.multiclass)
-                    params = model.params
-                    n_iter[i, j, f], passes[i, j, f] = params["n_iter"], params["passes"]
-                    converged[i, j, f] = params["converged"]
-                    problems = params.get("per_class", [params])
-                    objective[i, j, f] = sum(p["objective"] for p in problems)
-                    grad_norm[i, j, f] = max(p["grad_norm"] for p in problems)
-                bar.update(n_folds)
-                bar.set_postfix(lam=f"{lam:.3g}", sigma=sigma, best=f"{best:.4f}",
-                                refresh=False)
-                reached = max(reached, j + 1)
-                if start is None:
-                    continue
-                score = accuracy[i, j].mean()
-                plateau = score if plateau is None else plateau
-                moved = moved or score != plateau
-                if score > best:
-                    best, stale = score, 0
-                elif moved:
-                    stale += 1
-                if stale >= patience:
-                    break
+        # a fold stopped unconverged is warned of once, after the path (from the folds'
+        # threads the warning would name no line of the caller's)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            for i, (sigma, loss_i) in enumerate(zip(sigma_values, losses)):
+                best, stale, plateau, moved = -np.inf, 0, None, False
+                for j, lam in enumerate(lam_values):
+                    # along lambda; a sigma's first lambda from the wider sigma's first
+                    tasks = [functools.partial(_fit_and_score, views[f],
+                                               w0=latest[f] if j else first[f], loss=loss,
+                                               sigma=sigma, lam=float(lam), solver=solver, tol=tol,
+                                               fit_intercept=fit_intercept, **train_options)
+                             for f in range(n_folds)]
+                    fitted = shared.run(tasks) if shared else [task() for task in tasks]
+                    for f, (model, decision, held_labels) in enumerate(fitted):
+                        latest[f] = warm_point(model, fit_intercept, scaling)
+                        if j == 0:
+                            first[f] = latest[f]
+                        accuracy[i, j, f] = model.accuracy(decision, held_labels, source.classes)
+                        mean_loss[i, j, f] = held_out_loss(loss_i, decision, held_labels,
+                                                           source.multiclass)
+                        params = model.params
+                        n_iter[i, j, f], passes[i, j, f] = params["n_iter"], params["passes"]
+                        converged[i, j, f] = params["converged"]
+                        problems = params.get("per_class", [params])
+                        objective[i, j, f] = sum(p["objective"] for p in problems)
+                        grad_norm[i, j, f] = max(p["grad_norm"] for p in problems)
+                    bar.update(n_folds)
+                    bar.set_postfix(lam=f"{lam:.3g}", sigma=sigma, best=f"{best:.4f}",
+                                    refresh=False)
+                    reached = max(reached, j + 1)
+                    if start is None:
+                        continue
+                    score = accuracy[i, j].mean()
+                    plateau = score if plateau is None else plateau
+                    moved = moved or score != plateau
+                    if score > best:
+                        best, stale = score, 0
+                    elif moved:
+                        stale += 1
+                    if stale >= patience:
+                        break
         seconds = time.perf_counter() - began
         bar.close()
         lam_values = lam_values[:reached]
         accuracy, mean_loss = accuracy[:, :reached], mean_loss[:, :reached]
         n_iter, passes, converged = n_iter[:, :reached], passes[:, :reached], converged[:, :reached]
+        _warn_unconverged(converged, n_iter, lam_values)
         objective, grad_norm = objective[:, :reached], grad_norm[:, :reached]
         mean = _mean(accuracy)
         # the highest mean; ties: the largest lambda, then the largest sigma

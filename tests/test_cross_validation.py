@@ -292,3 +292,25 @@ def test_smoothsvccv_exposes_the_chosen_point(a9a):
     np.testing.assert_allclose(estimator.coef_[0], r.model.coef_, rtol=1e-12, atol=1e-15)
     assert set(estimator.predict(X[:50])) <= {"yes", "no"}
     assert not hasattr(estimator, "partial_fit")
+
+
+@pytest.mark.parametrize("lockstep", [True, False])
+def test_unconverged_fits_are_warned_of_once_at_the_callers_line(a9a_store, lockstep):
+    """Each unconverged fold warned on its own, from threading.py's line in lockstep."""
+    import warnings
+
+    from streamssvm import ConvergenceWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = cross_validate(a9a_store, loss="squared_hinge", lams=LAMS, folds=3, refit=False,
+                           progress=False, solver="tron", max_iter=1, lockstep=lockstep)
+    found = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert len(found) == 1 and found[0].filename == __file__
+    stopped = int((~r.converged).sum())
+    assert 0 < stopped and str(found[0].message).startswith(
+        f"{stopped} of {r.converged.size} fits stopped unconverged")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        assert cross_validate(a9a_store, loss="squared_hinge", lams=LAMS, folds=3,
+                              refit=False, progress=False).converged.all()
