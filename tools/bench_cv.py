@@ -203,5 +203,27 @@ def main(argv=None):
     return 0
 
 
+def headline(figures):
+    """The README's rows: the squared-hinge path against LIBLINEAR's -C (each stopping rule
+    of (a) that ran), and (c)'s folds in lockstep against one after the other."""
+    rows = []
+    for label in ("LIBLINEAR's rule", "default tol"):
+        run = figures.get(f"squared_hinge, {label}")
+        if run is not None:
+            rows.append({"what": f"{figures['folds']}-fold squared-hinge lambda path, "
+                                 f"{label}, against LIBLINEAR -s 2 -C -v {figures['folds']} "
+                                 f"({figures['data']})",
+                         "result": f"{run['time_ratio']:.2f}x LIBLINEAR's time; best lambda "
+                                   f"{run['grid_steps_from_liblinear']:+.0f} grid steps from "
+                                   f"its best C"})
+    ooc = figures.get("psi_g path out of core")
+    if ooc is not None:
+        run = ooc["lockstep"]
+        rows.append({"what": f"psi_G path out of core ({run['store_over_cap']:.1f}x the cap), "
+                             f"folds in lockstep against one after the other",
+                     "result": f"{ooc['time_ratio']:.2f}x the time"})
+    return rows
+
+
 if __name__ == "__main__":
     sys.exit(main())
