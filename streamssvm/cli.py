@@ -691,6 +691,9 @@ def _add_cv(subparsers):
                    help="the solver at every point (default %(default)s)")
     p.add_argument("--tol", type=_checked(check_tol, "a number >= 0"), default=1e-4,
                    help="stop at ||grad|| <= tol ||grad at 0|| (default %(default)s)")
+    p.add_argument("--liblinear-tol", action="store_true",
+                   help="scale tol by max(min(#pos, #neg), 1)/n as LIBLINEAR does (with "
+                        "--tol 0.01: the rule LIBLINEAR's -C stops at)")
     p.add_argument("--max-iter", type=_positive_int,
                    help="iterations at each point (default: the solver's)")
     p.add_argument("--intercept", action="store_true", help="fit an unregularised intercept")
@@ -727,7 +730,8 @@ def cmd_cv(args):
         result = cross_validate(stores[0] if len(stores) == 1 else stores, loss=args.loss,
                                 lams=args.lams, sigmas=args.sigmas, folds=args.folds,
                                 seed=args.seed, fit_intercept=args.intercept,
-                                solver=args.solver, tol=args.tol, refit=bool(args.output),
+                                solver=args.solver, tol=args.tol,
+                                liblinear_tol=args.liblinear_tol, refit=bool(args.output),
                                 progress=not args.quiet, lam_ratio=args.lam_ratio,
                                 patience=args.patience, max_lams=args.max_lams,
                                 n_threads=args.threads,

@@ -247,6 +247,22 @@ def test_cli_cv_prints_the_table_and_the_best_point(a9a_store, capsys, tmp_path)
     assert record["data_passes"] < fold_passes
 
 
+def test_cli_cv_takes_liblinears_stopping_rule(a9a_store, capsys, tmp_path):
+    import json
+
+    argv = ["cv", a9a_store, "--loss", "squared_hinge", "--lams", "0.1,0.001,1e-5",
+            "--folds", "3", "--quiet", "--tol", "0.01"]
+    records = []
+    for extra in ([], ["--liblinear-tol"]):
+        path = tmp_path / f"cv{len(records)}.json"
+        assert main(argv + extra + ["--json", str(path)]) == 0
+        records.append(json.loads(path.read_text()))
+    capsys.readouterr()
+    rule = cross_validate(a9a_store, loss="squared_hinge", lams=(0.1, 0.001, 1e-5), folds=3,
+                          tol=0.01, liblinear_tol=True, refit=False, progress=False)
+    assert records[1]["passes"] == rule.passes.tolist() != records[0]["passes"]
+
+
 def test_cli_cv_refuses_an_unsorted_grid(a9a_store, capsys):
     assert main(["cv", a9a_store, "--lams", "0.001,0.1", "--quiet"]) == 1
     assert "--lams" in capsys.readouterr().err
