@@ -173,3 +173,21 @@ def test_data_digest_covers_every_block(a9a, tmp_path, checksums):
             same_rows = InMemorySource(X, labels, block_rows=BLOCK_ROWS)
             assert digests[-1][1] == same_rows.data_digest()
     assert digests[0][0] != digests[1][0] and digests[0][1] != digests[1][1]
+
+
+def test_a_streamed_plan_does_not_read_a_subset_to_size_it(a9a):
+    """hold=False asked the subset's nonzeros (a pass over it) to decide not to hold it."""
+    from streamssvm.data.plan import DataPlan
+
+    class Counting(InMemorySource):
+        reads = 0
+
+        def read_block(self, k):
+            Counting.reads += 1
+            return super().read_block(k)
+
+    X, y = a9a
+    subset = RowSubset(Counting(X, y, block_rows=1000), np.arange(0, X.shape[0], 3))
+    assert DataPlan(subset, 1, hold=False).held_rows() is None and Counting.reads == 0
+    assert DataPlan(subset, 1, hold=True).held_rows().n_rows == subset.n_samples
+    assert Counting.reads > 0

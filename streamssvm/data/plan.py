@@ -149,6 +149,8 @@ class DataPlan:
         allows (the caller counts the pass); None when the data is streamed."""
         if self._held is None:
             self._held = False
+            if self._holding is False:  # without asking the size (a subset's: a pass)
+                return None
             source = self.source
             nnz_bytes = 4 + np.dtype(source.value_dtype).itemsize
             # the transpose, and its scratch and column counts while it is made
