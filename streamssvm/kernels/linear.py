@@ -33,6 +33,11 @@ from . import codec
 from ._intrinsics import prefetch
 from ._twins import entries, losses, nonzeros, twins
 
+# ranges of a sum over the rows that a prange loop reduces (the losses of loss_sum and
+# loss_sum_along): a fixed count, so that the order of the sum, and its value to the bit, is
+# the same in both twins and with any number of threads
+SUM_PARTS = 64
+
 
 @njit(cache=True, nogil=True)
 def row_partition(indptr, n_parts):
@@ -275,25 +280,33 @@ def decision_classes(indptr, indices, data, weights, out):
 def loss_sum_along(margins, trial_margins, alpha, code, sigma, theta, params, weights=None):
     """Sum of c_i psi(m_i + alpha (t_i - m_i)): the loss on the segment between two points
     from their cached margins m and t, no data, no vector of the rows' size (``weights`` as
-    in :func:`loss_grad`)."""
-    total = 0.0
-    for i in prange(margins.shape[0]):
-        margin = margins[i] + alpha * (trial_margins[i] - margins[i])
-        value = derivatives(code, margin, sigma, theta, params)[0]
-        total += value if weights is None else weights[i] * value
-    return total
+    in :func:`loss_grad`); summed in :data:`SUM_PARTS` ranges."""
+    partial = np.empty(SUM_PARTS)
+    for t in prange(SUM_PARTS):
+        lo, hi = _share(margins.shape[0], t, SUM_PARTS)
+        total = 0.0
+        for i in range(lo, hi):
+            margin = margins[i] + alpha * (trial_margins[i] - margins[i])
+            value = derivatives(code, margin, sigma, theta, params)[0]
+            total += value if weights is None else weights[i] * value
+        partial[t] = total
+    return sum_of(partial)
 
 
 @twins(nonzeros, "indptr", cache=True, nogil=True)
 def loss_sum(indptr, indices, data, y, w, bias, code, sigma, theta, params, weights=None):
     """Sum of c_i psi(y_i x_i.w) over the block, no gradient (``weights`` as in
-    :func:`loss_grad`)."""
-    total = 0.0
-    for i in prange(indptr.shape[0] - 1):
-        value = derivatives(code, float(y[i]) * _dot(indptr, indices, data, i, w, bias),
-                            sigma, theta, params)[0]
-        total += value if weights is None else weights[i] * value
-    return total
+    :func:`loss_grad`); summed in :data:`SUM_PARTS` ranges."""
+    partial = np.empty(SUM_PARTS)
+    for t in prange(SUM_PARTS):
+        lo, hi = _share(indptr.shape[0] - 1, t, SUM_PARTS)
+        total = 0.0
+        for i in range(lo, hi):
+            value = derivatives(code, float(y[i]) * _dot(indptr, indices, data, i, w, bias),
+                                sigma, theta, params)[0]
+            total += value if weights is None else weights[i] * value
+        partial[t] = total
+    return sum_of(partial)
 
 
 def transpose(indptr, indices, data, n_columns, n_parts, bucket_bits=13):
