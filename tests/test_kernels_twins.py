@@ -1,6 +1,5 @@
 """The kernels compiled twice (streamssvm/kernels/_twins.py): the serial and the parallel
-twin of each agree on random inputs (to the bit, or to rounding where a parallel loop
-reduces a sum), a call takes the serial twin below the threshold and the parallel one at
+twin of each agree to the bit on random inputs, a call takes the serial twin below the threshold and the parallel one at
 it, and training on small data runs no parallel kernel."""
 
 import json
@@ -46,16 +45,14 @@ def both(monkeypatch, call):
     return results
 
 
-def assert_agree(serial, parallel, exact=True):
-    """Equal to the bit (``exact``) or to rounding, tuples and arrays entry by entry."""
+def assert_agree(serial, parallel):
+    """Equal to the bit, tuples and arrays entry by entry."""
     if isinstance(serial, tuple):
         assert len(serial) == len(parallel)
         for a, b in zip(serial, parallel):
-            assert_agree(a, b, exact)
-    elif exact:
-        np.testing.assert_array_equal(serial, parallel)
+            assert_agree(a, b)
     else:
-        np.testing.assert_allclose(serial, parallel, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(serial, parallel)
 
 
 def state_at(X, y, w, code, weights=None):
@@ -106,7 +103,7 @@ def test_row_kernels_agree(monkeypatch, code, weighted):
                 kernels.loss_sum_along(margins, trial, 0.3, code, 0.5, 0.0, PARAMS, weights))
 
     assert_agree(*both(monkeypatch, rows))
-    assert_agree(*both(monkeypatch, sums), exact=False)  # sums reduced across a prange
+    assert_agree(*both(monkeypatch, sums))  # reduced in fixed ranges (linear.SUM_PARTS)
 
 
 def rng_weights(d, n_classes=4):
@@ -197,8 +194,9 @@ def test_vector_kernels_agree(monkeypatch, preconditioned):
 @pytest.mark.parametrize("solver", ["tron", "newton"])
 @pytest.mark.parametrize("wide", [False, True])
 def test_training_agrees(monkeypatch, solver, wide):
-    """A whole training on the twins of one kind, then of the other: the same model to
-    rounding (the loss sums reduced across a prange)."""
+    """A whole training on the twins of one kind, then of the other: the same model, to
+    the bit (the losses' sums reduced in fixed ranges; they agreed to rounding when a
+    prange loop reduced them)."""
     X, y, _ = problem(n=400, d=600 if wide else 60, seed=9, dtype=np.float64)
 
     def train():
@@ -209,8 +207,8 @@ def test_training_agrees(monkeypatch, solver, wide):
         return model.coef_, model.intercept_
 
     (w_serial, b_serial), (w_parallel, b_parallel) = both(monkeypatch, train)
-    np.testing.assert_allclose(w_serial, w_parallel, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(b_serial, b_parallel, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(w_serial, w_parallel)
+    assert b_serial == b_parallel
 
 
 
@@ -235,6 +233,7 @@ def ran():
 
 DISPATCH = RAN + """
 below = _twins.SERIAL_BELOW
+_twins.COMPILE_PARALLEL = True  # the threshold alone, whatever the cache holds
 runs = {}
 for n in (below - 1, below):
     z, d = np.ones(n), np.ones(n)
@@ -264,6 +263,38 @@ def test_the_serial_twin_runs_below_the_threshold(python, python_env):
     assert run_child(python, python_env, DISPATCH) == {
         str(below - 1): ["serial"], str(below): ["serial", "parallel"],
         f"hess_vec {below - 1}": ["serial"], f"hess_vec {below}": ["serial", "parallel"]}
+
+
+CACHED = RAN + """
+import sys
+_twins.COMPILE_PARALLEL = sys.argv[1] == "warmup"
+z = np.ones(_twins.SERIAL_BELOW)
+runs = []
+for pays in (_twins.PARALLEL_PAYS_SECONDS, _twins.PARALLEL_PAYS_SECONDS, 0.0, 0.0):
+    _twins.PARALLEL_PAYS_SECONDS = pays
+    vector.cg_direction(0.5, z, z, z, 2)
+    runs.append(ran()["cg_direction"])
+print(json.dumps(runs))
+"""
+
+
+def test_a_parallel_twin_runs_once_cached_or_paid_for(python, python_env, tmp_path):
+    """At the threshold, on an empty cache: the serial twin (its compile is the cheaper),
+    until it has run PARALLEL_PAYS_SECONDS (0 from the third call; the first call, its
+    compile, does not count); the parallel twin from the first call under
+    warmup's rule, and then from the cache in a process of its own."""
+    env = dict(python_env, NUMBA_CACHE_DIR=str(tmp_path))
+
+    def child(mode):
+        done = subprocess.run([python, "-c", CACHED, mode], env=env, capture_output=True,
+                              text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.splitlines()[-1])
+
+    assert child("first run") == [["serial"], ["serial"], ["serial", "parallel"],
+                                  ["serial", "parallel"]]
+    assert child("warmup") == [["parallel"]] * 4
+    assert child("cached") == [["parallel"]] * 4
 
 
 SMALL_TRAINING = RAN + """

@@ -7,9 +7,8 @@ features, that cost is most of the call. So each such kernel is compiled twice f
 Python body: with ``parallel=True`` and without (``prange`` then runs as ``range``, the
 loop's iterations in order on the calling thread). Both run the same arithmetic on the
 same ranges (a kernel cuts its work into ``n_parts`` ranges itself, whichever runs it),
-so they agree to the bit, except where a ``prange`` loop reduces a sum across its
-iterations (``total += ...``): numba's threads then group it differently, and the twins
-agree to rounding. A twin is compiled by its first call, so a process that only ever
+so they agree to the bit (a sum that a ``prange`` loop reduces is cut into fixed ranges
+first: numba's threads would group ``total += ...`` across iterations as they run). A twin is compiled by its first call, so a process that only ever
 runs small work compiles only the serial twins.
 
 Rule: a call whose work is below :data:`SERIAL_BELOW` units runs serially; a unit is a
@@ -20,16 +19,36 @@ shared it: that is where the parallel twins of the kernels that do the most per 
 (the scatters of X^T, the losses) start to win, serial and parallel timed on the same
 inputs in one process. The sweeps of vectors and of a transpose's columns, bound by
 memory, win later if at all.
+
+A parallel twin costs a few times its serial twin's compile (numba's parfor passes and the
+gufunc they build), most of a first run's wait on small data, which the threads then
+cannot win back. So at or above the threshold the parallel twin runs once it is cheap to
+have: compiled in this process, in numba's disk cache (loaded, not compiled), or once the
+serial twin has spent :data:`PARALLEL_PAYS_SECONDS` on such calls in this process. That is
+less than the parallel compile costs, as a rent paid once would have it (ski rental): the
+compile is paid once for every later process (the disk cache keeps it), the serial twin's
+extra time in every process, and a kernel that busy in one run is busy in the next. Until
+then the serial twin runs; with
+:data:`COMPILE_PARALLEL` (``streamssvm warmup``) the parallel twin is compiled at its first
+call. The twins agree to the bit, so which one runs changes no result.
 """
 
+import contextlib
 import functools
 import inspect
+import time
 import types
 
 from numba import njit
+from numba.core.compiler_lock import global_compiler_lock
 
 SERIAL_BELOW = 1 << 15
 LOSS_WORK = 16
+# seconds of serial calls at or above SERIAL_BELOW after which a kernel's parallel twin is
+# compiled in a process (a parallel compile takes seconds, once for every later process)
+PARALLEL_PAYS_SECONDS = 0.25
+# compile a parallel twin at its first call at or above SERIAL_BELOW (warmup's rule)
+COMPILE_PARALLEL = False
 
 
 def nonzeros(indptr):
@@ -49,6 +68,18 @@ def losses(margins):
     return LOSS_WORK * len(margins)
 
 
+@contextlib.contextmanager
+def compiling_parallel():
+    """A context in which a parallel twin is compiled at its first call at or above
+    SERIAL_BELOW (:data:`COMPILE_PARALLEL`), as ``streamssvm warmup`` does."""
+    global COMPILE_PARALLEL
+    before, COMPILE_PARALLEL = COMPILE_PARALLEL, True
+    try:
+        yield
+    finally:
+        COMPILE_PARALLEL = before
+
+
 def twins(size, of, **options):
     """Decorate a kernel's Python body: ``njit(parallel=True, **options)`` of it is the
     result's ``parallel``, ``njit(**options)`` of it its ``serial``, and calling the result
@@ -61,16 +92,59 @@ def twins(size, of, **options):
         at = list(inspect.signature(body).parameters).index(of)
         parallel = njit(parallel=True, **options)(_named(body, "parallel"))
         serial = njit(**options)(_named(body, "serial"))
+        rent = _Rent()
 
         @functools.wraps(body)
         def kernel(*args, **kwargs):
-            small = size(args[at] if at < len(args) else kwargs[of]) < SERIAL_BELOW
-            return (serial if small else parallel)(*args, **kwargs)
+            if size(args[at] if at < len(args) else kwargs[of]) < SERIAL_BELOW:
+                return serial(*args, **kwargs)
+            if rent.bought or COMPILE_PARALLEL or rent.buys(parallel, args, kwargs):
+                rent.bought = True
+                return parallel(*args, **kwargs)
+            compiled = bool(serial.overloads)  # else this call compiles: not rent
+            start = time.perf_counter()
+            result = serial(*args, **kwargs)
+            if compiled:
+                rent.paid += time.perf_counter() - start
+            return result
 
         kernel.parallel, kernel.serial = parallel, serial
         kernel.dispatchers = (parallel, serial)
         return kernel
     return decorate
+
+
+class _Rent:
+    """Whether a kernel's parallel twin is to run (``bought``), and the seconds its serial
+    twin has run in its place (``paid``)."""
+
+    def __init__(self):
+        self.bought, self.paid, self._probed = False, 0.0, False
+
+    def buys(self, parallel, args, kwargs):
+        """The parallel twin is compiled, in the cache (probed once), or paid for."""
+        if parallel.overloads or self.paid >= PARALLEL_PAYS_SECONDS:
+            return True
+        if not self._probed:
+            self._probed = True
+            return _in_cache(parallel, args, kwargs)
+        return False
+
+
+def _in_cache(dispatcher, args, kwargs):
+    """Whether numba's disk cache holds ``dispatcher``'s code for these arguments, as its
+    ``compile`` looks it up (types of the arguments, defaults folded in), without
+    compiling. Any failure of numba's internal API says no: the serial twin runs until the
+    parallel one is paid for."""
+    try:
+        with global_compiler_lock:
+            types_ = tuple(dispatcher.typeof_pyval(a) for a in args)
+            named = {k: dispatcher.typeof_pyval(v) for k, v in kwargs.items()}
+            _, folded = dispatcher.fold_argument_types(types_, named)
+            return dispatcher._cache.load_overload(tuple(folded),
+                                                   dispatcher.targetctx) is not None
+    except Exception:  # numba's internals changed: no worse than a cold cache
+        return False
 
 
 def _named(body, twin):
