@@ -1,6 +1,7 @@
 """The kernels compiled twice (streamssvm/kernels/_twins.py): the serial and the parallel
-twin of each agree to the bit on random inputs, a call takes the serial twin below the threshold and the parallel one at
-it, and training on small data runs no parallel kernel."""
+twin of each agree to the bit on random inputs, a call takes the serial twin below the
+threshold and the parallel one at it once cached or paid for, and training on small data
+runs no parallel kernel."""
 
 import json
 import math

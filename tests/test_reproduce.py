@@ -431,7 +431,10 @@ def test_the_methods_use_the_sweeps_sigma_and_pegasos_reports_its_gap(tool_outpu
     pegasos = [r for r in methods["runs"] if r["loss"] == "hinge"]
     assert len(pegasos) == 3
     sweep = [r for r in results["sweep"]["runs"] if r["loss"] == "psi_g"]
-    assert all(r["hinge_objective"] <= r["objective"] for r in sweep)  # hinge <= psi_G
+    # hinge <= psi_G, each objective a sum in its own order (a pass of loss_sum, the
+    # training's partial sums): at a small sigma, where psi_G's excess is below rounding,
+    # they agree to rounding
+    assert all(r["hinge_objective"] <= r["objective"] * (1 + 1e-14) for r in sweep)
     for r in pegasos:
         assert r["gap_to_psi_g"] == pytest.approx(
             r["objective"] - psi_g[r["fold"]]["hinge_objective"], rel=1e-12)

@@ -8,7 +8,8 @@ Python body: with ``parallel=True`` and without (``prange`` then runs as ``range
 loop's iterations in order on the calling thread). Both run the same arithmetic on the
 same ranges (a kernel cuts its work into ``n_parts`` ranges itself, whichever runs it),
 so they agree to the bit (a sum that a ``prange`` loop reduces is cut into fixed ranges
-first: numba's threads would group ``total += ...`` across iterations as they run). A twin is compiled by its first call, so a process that only ever
+first: numba's threads would group ``total += ...`` across iterations as they run). A twin
+is compiled by its first call, so a process that only ever
 runs small work compiles only the serial twins.
 
 Rule: a call whose work is below :data:`SERIAL_BELOW` units runs serially; a unit is a
