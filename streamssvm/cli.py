@@ -883,7 +883,7 @@ def cmd_warmup(args):
 
 # Seconds a first run of the command spends compiling on a cold cache, for its notice: an
 # estimate, tools/bench_compile.py's cold runs less its warm ones, rounded up.
-FIRST_COMPILE_SECONDS = {"convert": 5, "train": 25, "predict": 2, "demo": 35}
+FIRST_COMPILE_SECONDS = {"convert": 7, "train": 16, "predict": 1, "demo": 16}
 
 
 def _compile_notice(args):
