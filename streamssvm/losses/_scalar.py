@@ -16,9 +16,9 @@ The formulas below are the family members rewritten in forms that neither overfl
 cancel; where a parameter is not called sigma (gamma of l_gamma, h of K_h) it travels in
 the ``sigma`` slot.
 
-Every Numba function of the losses lives in this one file on purpose: numba invalidates a
-cached function only when its own file changes, so one file is one unit of invalidation
-(after editing it, delete the ``*.nbi``/``*.nbc`` caches of the kernels that inline it).
+Every Numba function of the losses lives in this one file on purpose: one file is one unit
+of invalidation of numba's cache (an edit here recompiles the kernel modules that depend on
+these functions, and no others: :mod:`streamssvm._jit_cache`).
 """
 
 import math
@@ -299,11 +299,16 @@ def derivatives(code, a, sigma, theta):
     return _NAN3
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def derivatives_with_params(code, a, sigma, theta, params):
     """``derivatives`` for every code, FAMILY included (its table is ``params``).
 
     ``params`` is a 1-D float64 array; named losses ignore it (pass an empty one).
+    Inlined into its callers (numba's ``inline="always"``), as ``conjugate_with_params``
+    is: called as a function, it would take the array across a call at every margin, and
+    numba's reference counting of an argument array (atomic operations that LLVM cannot
+    remove) costs more than a named loss's arithmetic. Inlined, only FAMILY's own call
+    takes the array.
     """
     if code == FAMILY:
         return _family(a, sigma, theta, params)
@@ -541,7 +546,7 @@ def conjugate(code, b, sigma, theta):
     return _conjugate(code, b, sigma, theta)[0]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def conjugate_with_params(code, b, sigma, theta, params):
     """psi*(b) and the maximiser a* = (psi*)'(b), for every code, FAMILY included."""
     if code == FAMILY:
