@@ -61,6 +61,7 @@ from streamssvm._runtime import prepare  # noqa: E402
 from streamssvm.data import InMemorySource  # noqa: E402
 from streamssvm.data.store import write_store  # noqa: E402
 from streamssvm.data.textcache import CACHE_DIR_ENV  # noqa: E402
+from streamssvm.kernels._twins import compiling_parallel  # noqa: E402
 
 SHARED = os.path.join(os.path.dirname(ROOT), "shared", "data")
 DATASETS = os.path.join(ROOT, "streamssvm", "datasets")
@@ -301,7 +302,14 @@ def make_warm_store(work):
 def warm_up(text, store, args):
     """Compile (or load) every kernel the figures take on this store (one iteration or
     epoch of each; a store's block encodings may take kernels of their own), and on its
-    text if given; the seconds of each of these first calls."""
+    text if given, parallel twins included (as ``streamssvm warmup`` compiles them: the
+    figures are of warm kernels, not of a process still paying for its parallel twins,
+    :mod:`streamssvm.kernels._twins`); the seconds of each of these first calls."""
+    with compiling_parallel():
+        return _first_calls(text, store, args)
+
+
+def _first_calls(text, store, args):
     first = {}
     calls = [("squared_hinge", s, None) for s in ("tron", "newton", "sdca", "auto")]
     calls += [("logistic", s, None) for s in ("tron", "newton")]
