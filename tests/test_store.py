@@ -4,12 +4,14 @@ import gc
 import os
 import shutil
 import subprocess
+import time
 
 import h5py
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import streamssvm.data.store as store_module
 from streamssvm import InMemorySource, Store, StoreError, StoreWriter, convert_svmlight
 from streamssvm.data.checksum import attributes_checksum, checksum
 from streamssvm.data.verify import verify_store
@@ -410,6 +412,35 @@ def test_a_store_holds_no_descriptor_once_closed_or_dropped(stored):
             pass
     store.close()
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_settled_store_is_checked_once_in_a_process_and_read_again_once_changed(
+        stored, monkeypatch):
+    """Metadata and labels checked at a store's first open serve its later opens in the
+    process (the same arrays, read-only), while the file's identity and times stay; a
+    store just written is not remembered, and a change in place is read and checked
+    again."""
+    path = stored[0]
+    identity = (os.stat(path).st_dev, os.stat(path).st_ino)
+    with Store(path) as fresh:
+        fresh.class_counts()
+    assert identity not in store_module._OPENED  # its times may not have settled
+    monkeypatch.setattr(store_module, "_SETTLED_NS", 50_000_000)
+    time.sleep(0.1)
+    with Store(path) as first:
+        first.class_counts()
+        offsets = first.row_offsets
+    with Store(path) as again:
+        assert again.row_offsets is offsets and not offsets.flags.writeable
+        assert again._counted  # the labels' count is not read again
+        np.testing.assert_array_equal(again.class_counts(), first.class_counts())
+        blocks = [b.indices.copy() for b in again.iter_blocks()]
+    with Store(path) as reread:
+        assert all(np.array_equal(a, b.indices) for a, b in zip(blocks, reread.iter_blocks()))
+    with h5py.File(path, "r+") as f:  # the same inode, its times moved on
+        f.attrs["n_samples"] = 5
+    with pytest.raises(StoreError, match="attributes do not match their checksum"):
+        Store(path)
 
 
 def test_newer_version_and_inconsistent_metadata(stored, tmp_path):

@@ -5,6 +5,7 @@ import datetime
 import io
 import json
 import os
+import time
 import weakref
 
 import h5py
@@ -30,6 +31,14 @@ BLOCK_DATASETS = ("indptr", "indices", "data", "y")  # their order in a row of /
 LEAN_DATASETS = {"gaps": "indices", "row_data": "data"}  # each stands for the plain one
 INT32_MAX = np.iinfo(np.int32).max  # a block's row pointers and indices are int32
 _free_lists_off = False
+# What Store._open read and checked, per file opened in this process: (st_dev, st_ino) ->
+# (the file's size and times, the fields below, whether the blocks' labels were counted).
+# A file is known by its times only once they have settled: the kernel stamps them at its
+# clock's tick, so a change within the tick of the last one could leave them as they were.
+_OPENED, _OPENED_MAX, _SETTLED_NS = {}, 64, 1_000_000_000
+_OPENED_FIELDS = ("_attrs", "_version", "checksums", "n_samples", "n_features", "nnz",
+                  "classes", "value_dtype", "_options", "row_offsets", "nnz_offsets",
+                  "_block_checksums", "_class_counts", "_label_dtype", "_recorded")
 
 
 def _blosc(path, compression):
@@ -492,7 +501,7 @@ class Store(BlockSource):
                              f"starts with {head!r}); a store is made from svmlight/libsvm "
                              f"text by `streamssvm convert IN OUT`") from exc
         try:
-            self._open()
+            self._open_known()
         except Exception as exc:
             self._file.close()
             if isinstance(exc, StoreError):
@@ -503,10 +512,48 @@ class Store(BlockSource):
         # where each block's datasets lie (see _layout), and a descriptor to read them by,
         # closed by close() or, for a store never closed, when it is collected
         self._layouts, self._unfound, self._extents = {}, {}, None
-        self._counted = False  # whether class_counts() has checked the labels
         self._fd = os.open(self.path, os.O_RDONLY) if hasattr(os, "preadv") else None
         self._close_fd = (weakref.finalize(self, os.close, self._fd) if self._fd is not None
                           else None)
+
+    def _open_known(self):
+        """:meth:`_open`, or the fields it read and checked, as they were for this file
+        earlier in the process (:data:`_OPENED`: the same device, inode, size and times,
+        settled) without reading them again: a process that trains on a store many times
+        (a grid of fits) checks its metadata, and its labels, once."""
+        stat = os.stat(self.path)
+        self._known = (stat.st_dev, stat.st_ino), (stat.st_size, stat.st_mtime_ns,
+                                                    stat.st_ctime_ns)
+        known = _OPENED.get(self._known[0])
+        if known is not None and known[0] == self._known[1]:
+            for name, value in zip(_OPENED_FIELDS, known[1]):
+                setattr(self, name, value)
+            self._counted = known[2]
+            compression = self._options.get("compression")
+            if isinstance(compression, str) and compression in BLOSC:
+                _blosc(self.path, compression)
+            self._ring = None
+            return
+        self._block_checksums, self._counted = None, False
+        self._open()
+        if time.time_ns() - max(stat.st_mtime_ns, stat.st_ctime_ns) <= _SETTLED_NS:
+            self._known = None
+            return
+        for value in (self.row_offsets, self.nnz_offsets, self._block_checksums,
+                      self._class_counts, self._recorded):
+            if value is not None:
+                value.flags.writeable = False  # shared by every Store of the file
+        self._remember()
+
+    def _remember(self):
+        """Keep this store's checked fields in :data:`_OPENED` (the oldest entry out when
+        it is full)."""
+        key, stamp = self._known
+        _OPENED.pop(key, None)
+        if len(_OPENED) >= _OPENED_MAX:
+            _OPENED.pop(next(iter(_OPENED)))
+        _OPENED[key] = (stamp, tuple(getattr(self, name) for name in _OPENED_FIELDS),
+                        self._counted)
 
     def _open(self):
         attrs = self._attrs = {k: _decoded(v) for k, v in self._file.attrs.items()}
@@ -697,6 +744,8 @@ class Store(BlockSource):
                                  f"{self._class_counts.tolist()} but the blocks hold "
                                  f"{counts.tolist()}")
             self._counted = True
+            if self._known is not None:
+                self._remember()
         return self._class_counts.copy()
 
     def labels(self):
