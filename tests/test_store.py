@@ -428,10 +428,11 @@ def test_a_settled_store_is_checked_once_in_a_process_and_read_again_once_change
     monkeypatch.setattr(store_module, "_SETTLED_NS", 50_000_000)
     time.sleep(0.1)
     with Store(path) as first:
-        first.class_counts()
+        first.class_counts()  # reads every block's labels: each block's layout is found
         offsets = first.row_offsets
     with Store(path) as again:
         assert again.row_offsets is offsets and not offsets.flags.writeable
+        assert again._layouts is first._layouts and len(first._layouts) == first.n_blocks
         assert again._counted  # the labels' count is not read again
         np.testing.assert_array_equal(again.class_counts(), first.class_counts())
         blocks = [b.indices.copy() for b in again.iter_blocks()]

@@ -38,7 +38,8 @@ _free_lists_off = False
 _OPENED, _OPENED_MAX, _SETTLED_NS = {}, 64, 1_000_000_000
 _OPENED_FIELDS = ("_attrs", "_version", "checksums", "n_samples", "n_features", "nnz",
                   "classes", "value_dtype", "_options", "row_offsets", "nnz_offsets",
-                  "_block_checksums", "_class_counts", "_label_dtype", "_recorded")
+                  "_block_checksums", "_class_counts", "_label_dtype", "_recorded",
+                  "_layouts", "_unfound")
 
 
 def _blosc(path, compression):
@@ -509,9 +510,9 @@ class Store(BlockSource):
             # damaged metadata surfaces as any of h5py's and numpy's errors
             raise StoreError(f"{self.path}: unreadable metadata ({type(exc).__name__}: "
                              f"{exc})") from exc
-        # where each block's datasets lie (see _layout), and a descriptor to read them by,
-        # closed by close() or, for a store never closed, when it is collected
-        self._layouts, self._unfound, self._extents = {}, {}, None
+        # where each block's datasets lie (_layout: made by _open_known), and a descriptor
+        # to read them by, closed by close() or, for a store never closed, when collected
+        self._extents = None
         self._fd = os.open(self.path, os.O_RDONLY) if hasattr(os, "preadv") else None
         self._close_fd = (weakref.finalize(self, os.close, self._fd) if self._fd is not None
                           else None)
@@ -520,7 +521,8 @@ class Store(BlockSource):
         """:meth:`_open`, or the fields it read and checked, as they were for this file
         earlier in the process (:data:`_OPENED`: the same device, inode, size and times,
         settled) without reading them again: a process that trains on a store many times
-        (a grid of fits) checks its metadata, and its labels, once."""
+        (a grid of fits) checks its metadata, its labels and each block's layout
+        (:meth:`_layout`) once."""
         stat = os.stat(self.path)
         self._known = (stat.st_dev, stat.st_ino), (stat.st_size, stat.st_mtime_ns,
                                                     stat.st_ctime_ns)
@@ -535,6 +537,7 @@ class Store(BlockSource):
             self._ring = None
             return
         self._block_checksums, self._counted = None, False
+        self._layouts, self._unfound = {}, {}  # filled by the blocks' first reads
         self._open()
         if time.time_ns() - max(stat.st_mtime_ns, stat.st_ctime_ns) <= _SETTLED_NS:
             self._known = None
@@ -859,8 +862,9 @@ class Store(BlockSource):
         shape and offset that each dataset's own header gives) and, in a store with
         /layout, compared with its row ``k`` (:meth:`_compared_layout`), so that no forged
         attribute or offset makes a read take bytes for what they are not; kept, so that
-        every later pass of this open store reads contiguous datasets with one ``preadv``
-        each and no HDF5 call. The check costs, once a block: the group's and the four
+        every later pass of this store (and of the file opened again in the process:
+        :meth:`_open_known`) reads contiguous datasets with one ``preadv`` each and no
+        HDF5 call. The check costs, once a block: the group's and the four
         datasets' headers opened, two link lookups, and each dataset's type, shape and
         offset asked for.
         """
