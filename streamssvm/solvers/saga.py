@@ -111,8 +111,9 @@ def saga(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
                          slopes, v, avg_grad, last, cumulative, state, n, objective.bias, code,
                          sigma, theta, params, objective.lam, eta)
         sk.saga_flush(v, avg_grad, last, cumulative, state)
-        run.end_epoch(weights(), step=eta)
-        run.save(weights(), slopes=slopes, avg_grad=avg_grad, state=state)
+        w = weights()  # a copy of v made once an epoch
+        run.end_epoch(w, step=eta)
+        run.save(w, slopes=slopes, avg_grad=avg_grad, state=state)
     return run.result(weights())
 
 

@@ -345,8 +345,9 @@ def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
         state.start_at(run.state.w)
     while run.next_epoch():
         sgd_epoch(objective, state, schedule, run.rng)
-        run.end_epoch(state.weights(), steps=state.steps)
-        run.save(state.weights(), v=state.v, avg_u=state.avg_u, state=state.state)
+        w = state.weights()  # a d-vector made once an epoch
+        run.end_epoch(w, steps=state.steps)
+        run.save(w, v=state.v, avg_u=state.avg_u, state=state.state)
     return run.result(state.weights())
 
 
