@@ -52,6 +52,8 @@ DEFAULT_WORK_DIR = os.path.join(REPO_ROOT, "bench-data")
 RUN_CAPPED = os.path.join(BIN, "run-capped")
 EVICT = os.path.join(BIN, "evict")
 MB = 1e6
+# targets: our text MB/s against scikit-learn's loader and against VW's text pass
+SKLEARN_TARGET, VW_TARGET = 5.0, 2.0
 
 
 # --------------------------------------------------------------------------------------
@@ -260,8 +262,9 @@ def side_by_side(src, args, options, work_dir):
         summary["ratio"] = ratio
         cpu_ratio = sk["cpu_seconds"] / max(ours["cpu_seconds"], 1e-9)
         summary["cpu_ratio"] = cpu_ratio
-        print(f"speed ratio ours/sklearn: {ratio:.2f}x in wall time (target >= 5x: "
-              f"{'met' if ratio >= 5 else 'NOT met'}); {cpu_ratio:.2f}x in CPU time")
+        print(f"speed ratio ours/sklearn: {ratio:.2f}x in wall time (target >= "
+              f"{SKLEARN_TARGET:g}x: {'met' if ratio >= SKLEARN_TARGET else 'NOT met'}); "
+              f"{cpu_ratio:.2f}x in CPU time")
         if (sk["n_samples"], sk["nnz"]) != (ours["n_samples"], ours["nnz"]):
             print(f"WARNING: shapes differ: sklearn {sk['n_samples']} rows, {sk['nnz']} nnz; "
                   f"ours {ours['n_samples']} rows, {ours['nnz']} nnz")
@@ -275,7 +278,8 @@ def side_by_side(src, args, options, work_dir):
         summary["vw_cpu_ratio"] = (ours_rate * ours["seconds"] / ours["cpu_seconds"]) / (
             vw["text_bytes"] / max(vw["cpu_seconds"], 1e-9))
         print(f"MB/s ratio ours/VW's text pass: {summary['vw_ratio']:.2f}x in wall time "
-              f"(target >= 2x: {'met' if summary['vw_ratio'] >= 2 else 'NOT met'}); "
+              f"(target >= {VW_TARGET:g}x: "
+              f"{'met' if summary['vw_ratio'] >= VW_TARGET else 'NOT met'}); "
               f"{summary['vw_cpu_ratio']:.2f}x in CPU time")
     return summary
 
@@ -415,13 +419,19 @@ def main(argv=None):
 
 
 def headline(results):
-    """The README's row: our converter's speed against scikit-learn's loader."""
+    """The README's rows: our converter's speed against scikit-learn's loader and against
+    VW's text pass, each with its target."""
     side = results.get("side_by_side") or {}
-    if "ratio" not in side:
-        return []
-    return [{"what": "svmlight text to a store, against scikit-learn's load_svmlight_file",
-             "result": f"{side['ratio']:.2f}x as fast "
-                       f"({side['text_bytes'] / MB / side['ours']['seconds']:,.0f} MB/s of text)"}]
+    rows = []
+    for key, peer, target in (("ratio", "scikit-learn's load_svmlight_file", SKLEARN_TARGET),
+                              ("vw_ratio", "Vowpal Wabbit's text pass", VW_TARGET)):
+        if key in side:
+            rate = side["text_bytes"] / MB / side["ours"]["seconds"]
+            rows.append({"what": f"svmlight text to a store, against {peer}",
+                         "result": f"{side[key]:.2f}x its MB/s ({rate:,.0f} MB/s of text; "
+                                   f"target >= {target:g}x: "
+                                   f"{'met' if side[key] >= target else 'not met'})"})
+    return rows
 
 
 if __name__ == "__main__":
