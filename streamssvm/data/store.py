@@ -531,9 +531,7 @@ class Store(BlockSource):
             for name, value in zip(_OPENED_FIELDS, known[1]):
                 setattr(self, name, value)
             self._counted = known[2]
-            compression = self._options.get("compression")
-            if isinstance(compression, str) and compression in BLOSC:
-                _blosc(self.path, compression)
+            self._load_filter()
             self._ring = None
             return
         self._block_checksums, self._counted = None, False
@@ -557,6 +555,12 @@ class Store(BlockSource):
             _OPENED.pop(next(iter(_OPENED)))
         _OPENED[key] = (stamp, tuple(getattr(self, name) for name in _OPENED_FIELDS),
                         self._counted)
+
+    def _load_filter(self):
+        """Give HDF5 the Blosc filter of the store's compression, if it is one (:func:`_blosc`)."""
+        compression = self._options.get("compression")
+        if isinstance(compression, str) and compression in BLOSC:
+            _blosc(self.path, compression)
 
     def _open(self):
         attrs = self._attrs = {k: _decoded(v) for k, v in self._file.attrs.items()}
@@ -593,9 +597,7 @@ class Store(BlockSource):
         if not isinstance(options, dict):
             raise StoreError(f"{self.path}: metadata: options {options!r} is not a JSON object")
         self._options = options
-        compression = options.get("compression")
-        if isinstance(compression, str) and compression in BLOSC:  # before the first dataset
-            _blosc(self.path, compression)
+        self._load_filter()  # before the first dataset
         self._ring = None
         self.row_offsets = self._read_verified(self._file["row_offsets"])
         self.nnz_offsets = self._read_verified(self._file["nnz_offsets"])
