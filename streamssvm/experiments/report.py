@@ -6,6 +6,7 @@ standard deviations; every table and figure here reads only that dict, so what t
 say is what the JSON says.
 """
 
+import collections
 import functools
 import json
 import math
@@ -15,7 +16,7 @@ import numpy as np
 from .._atomic import atomic_output
 
 RESULTS_FORMAT = "streamssvm.reproduction"
-RESULTS_VERSION = 2
+RESULTS_VERSION = 3
 
 # Luo, Qiao & Zhang, Tables 2 (test accuracy, %, mean +- std over 20 runs) and 3 (seconds).
 PAPER_DATASETS = ("NEWS20", "REALSIM", "RCV1")
@@ -61,7 +62,8 @@ def summarize(runs, keys):
         order), ``{"mean", "std"}`` of each of :data:`SUMMARY_FIELDS` and of each of
         :data:`OPTIONAL_FIELDS` that all the group's runs hold, and ``n_plateau`` (runs
         stopped by :class:`~streamssvm.experiments.runner.Plateau`) where they have a
-        ``stopped``.
+        ``stopped``, and ``solvers`` (runs per solver) where they have a ``solver`` that
+        is not a key.
     """
     groups = {}
     for run in runs:
@@ -76,6 +78,8 @@ def summarize(runs, keys):
                     if all(r.get(f) is not None for r in group)})
         if all("stopped" in r for r in group):
             row["n_plateau"] = sum(r["stopped"] == "plateau" for r in group)
+        if "solver" not in keys and all("solver" in r for r in group):  # auto's choices
+            row["solvers"] = dict(collections.Counter(r["solver"] for r in group))
         out.append(row)
     return out
 
@@ -235,27 +239,37 @@ def sweep_starts(results):
 
 def sweep_table(results, start="cold"):
     """Figure 1 as a table, for one start (``"cold"``: every sigma from w = 0; ``"warm"``:
-    from the previous sigma's solution): accuracy (%), TRON iterations and runs that met
-    the rule at each log2 sigma, one column group per loss."""
+    from the previous sigma's solution): accuracy (%), the solver (with its runs where
+    they differ), its iterations (epochs for SDCA) and runs that met the rule at each log2
+    sigma, one column group per loss."""
     summary = [r for r in results["sweep"]["summary"] if r["start"] == start]
     losses = list(dict.fromkeys(r["loss"] for r in summary))
     by = {(r["loss"], r["log2_sigma"]): r for r in summary}
     header = ["log2 sigma"]
     for loss in losses:
-        header += [f"{loss} train %", f"{loss} test %", f"{loss} iterations",
-                   f"{loss} converged"]
+        header += [f"{loss} train %", f"{loss} test %", f"{loss} solver",
+                   f"{loss} iterations", f"{loss} converged"]
     rows = []
     for s in sorted({r["log2_sigma"] for r in summary}):
         row = [s]
         for loss in losses:
             r = by.get((loss, s))
             if r is None:
-                row += [""] * 4
+                row += [""] * 5
                 continue
             row += [pm(r[f], 100) for f in ACCURACY_FIELDS]
-            row += [pm(r["n_iter"], digits=1), f"{r['n_converged']}/{r['n_runs']}"]
+            row += [_solvers(r), pm(r["n_iter"], digits=1),
+                    f"{r['n_converged']}/{r['n_runs']}"]
         rows.append(row)
     return _table(header, rows)
+
+
+def _solvers(row):
+    """The solvers of a summary row: a name, or names with their runs."""
+    counts = row.get("solvers", {})
+    if len(counts) == 1:
+        return next(iter(counts))
+    return ", ".join(f"{name} {n}" for name, n in sorted(counts.items()))
 
 
 def _fmt(x, spec):

@@ -326,51 +326,65 @@ def run_methods(source, folds, methods, settings, plateau=Plateau(), hinge_refer
 
 
 def run_sigma_sweep(source, folds, settings, losses=SWEEP_LOSSES, log2_sigmas=SWEEP_LOG2_SIGMAS,
-                    starts=("cold", "warm"), log=None):
-    """Train and test accuracy of each loss at each sigma on every fold, TRON with
-    xi_t = 0.1 to the settings' rule.
+                    starts=("cold", "warm"), cold_solver="auto", log=None):
+    """Train and test accuracy of each loss at each sigma on every fold, to the settings'
+    rule.
 
-    ``"cold"``: every sigma trained from w = 0, as the paper does. ``"warm"``: the widths
-    visited from the largest to the smallest, each training started at the solution of the
-    previous width (continuation; at a small sigma the rule is then often met at once, so
-    this path shows where the rule stops, not the problem's solution).
+    ``"cold"``: every sigma trained from w = 0, as the paper does, by ``cold_solver``. The
+    paper ran TRON; the solution at a width does not depend on the solver that meets the
+    rule, and ``"auto"`` takes the library's choice for the loss at that width and the
+    data's shape (SDCA near the hinge, where TRON's iterations crawl: the paper's rule is
+    then met at widths where a TRON budget is not). ``"warm"``: TRON with xi_t = 0.1, the
+    widths visited from the largest to the smallest, each training started at the solution
+    of the previous width (continuation; at a small sigma the rule is then often met at
+    once, so this path shows where the rule stops, not the problem's solution).
 
     Returns
     -------
     list of dict
-        One run per (loss, start, fold, sigma) with ``loss``, ``start``, ``log2_sigma`` and
-        :func:`train_and_score`'s fields; psi_G's runs also ``hinge_objective``
-        (:func:`hinge_objective`, for :func:`best_hinge_objectives`).
+        One run per (loss, start, fold, sigma) with ``loss``, ``start``, ``log2_sigma``,
+        ``solver`` (the one that ran) and :func:`train_and_score`'s fields; psi_G's runs also
+        ``hinge_objective`` (:func:`hinge_objective`, for :func:`best_hinge_objectives`).
     """
     order = sorted(log2_sigmas, reverse=True)
-    warm_up(source, folds[0], [Method("", "", loss, 2.0 ** order[0]) for loss in losses],
-            settings)
+    solvers = {"cold": cold_solver, "warm": "tron"}
+    # every solver each start may run: auto's choice changes with the width
+    warm_up(source, folds[0], [Method("", "", loss, 2.0 ** width, solvers[start])
+                               for loss in losses for start in starts
+                               for width in {order[0], order[-1]}], settings)
     runs = []
     for loss in losses:
         for fold in folds:
             for start in starts:
-                w = None
+                solver, w = solvers[start], None
+                options = dict(forcing="constant", xi=PAPER_XI) if solver == "tron" else {}
                 for log2_sigma in order:
                     model, run = train_and_score(source, fold, loss, settings,
-                                                 2.0 ** log2_sigma, w0=w, forcing="constant",
-                                                 xi=PAPER_XI)
+                                                 2.0 ** log2_sigma, solver, w0=w, **options)
                     if start == "warm":
                         w = model_weights(model)
                     if loss == "psi_g":
                         run["hinge_objective"] = hinge_objective(source, fold, settings, model)
-                    runs.append(dict(loss=loss, start=start, log2_sigma=log2_sigma, **run))
+                    runs.append(dict(loss=loss, start=start, log2_sigma=log2_sigma,
+                                     solver=model.params["solver"], **run))
                     if log:
                         log(f"{loss} {start} sigma 2^{log2_sigma} fold {fold.partition}."
                             f"{fold.part}: train {run['train_accuracy']:.4f} test "
-                            f"{run['test_accuracy']:.4f} ({run['n_iter']} it, "
-                            f"{run['seconds']:.2f} s)")
+                            f"{run['test_accuracy']:.4f} ({model.params['solver']} "
+                            f"{run['n_iter']} it, {run['seconds']:.2f} s)")
     return runs
 
 
 def chosen_sigma(summary, losses=SWEEP_LOSSES):
-    """The width the methods use, read off a sweep's summary: the log2 sigma of the highest
-    mean cold-start test accuracy, averaged over ``losses``; of equal ones, the largest
-    (the better conditioned problem).
+    """The width the methods use, read off a sweep's summary by the one-standard-error rule
+    (Hastie, Tibshirani & Friedman, *The Elements of Statistical Learning*, 7.10): the
+    largest sigma whose cold-start test accuracy, averaged over ``losses``, is within one
+    standard error of the best. Below a width the curve is flat to within the folds' noise
+    (the losses approach the hinge), and there the larger sigma is the better conditioned
+    problem: the highest mean alone would pick among equal accuracies by noise.
+
+    The standard error of a width is std / sqrt(runs) of each loss's accuracies, averaged
+    over the losses.
 
     Returns
     -------
@@ -380,10 +394,15 @@ def chosen_sigma(summary, losses=SWEEP_LOSSES):
     by = {}
     for r in summary:
         if r.get("start", "cold") == "cold" and r["loss"] in losses:
-            by.setdefault(r["log2_sigma"], []).append(r["test_accuracy"]["mean"])
+            acc = r["test_accuracy"]
+            se = 0.0 if acc.get("std") is None else acc["std"] / math.sqrt(r["n_runs"])
+            by.setdefault(r["log2_sigma"], []).append((acc["mean"], se))
     if not by:
         raise ValueError("the sweep has no cold-start runs of " + ", ".join(losses))
-    return max(by, key=lambda s: (float(np.mean(by[s])), s))
+    mean = {s: float(np.mean([m for m, _ in v])) for s, v in by.items()}
+    best = max(mean, key=lambda s: (mean[s], s))
+    within = mean[best] - float(np.mean([se for _, se in by[best]]))
+    return max(s for s in mean if mean[s] >= within)
 
 
 def accepted_history(history, points=None):
