@@ -126,6 +126,39 @@ def test_objective_training_and_scoring_agree_with_the_sliced_matrix(source, a9a
     assert model.score(test) == model.score(X[rest], y[rest])
 
 
+def test_a_subset_copied_into_memory_has_its_blocks_and_trains_the_same_model(source, rng):
+    rows = rng.choice(N_ROWS, 2000, replace=False)
+    subset = RowSubset(source, rows)
+    copy = InMemorySource.copy_of(subset)
+    assert copy.in_memory and copy.classes == subset.classes
+    assert (copy.n_samples, copy.n_features, copy.nnz) == (len(rows), subset.n_features,
+                                                           subset.nnz)
+    np.testing.assert_array_equal(copy.row_offsets, subset.row_offsets)
+    for a, b in zip(copy.iter_blocks(), subset.iter_blocks(), strict=True):
+        (Xa, ya), (Xb, yb) = stacked([a], copy.n_features), stacked([b], copy.n_features)
+        assert (Xa != Xb).nnz == 0 and a.row_start == b.row_start
+        np.testing.assert_array_equal(ya, yb)
+    options = dict(loss="psi_g", sigma=2.0 ** -3, lam=1e-4, tol=1e-6, progress=False)
+    # the same blocks: the same sums in the same order, the same iterates
+    np.testing.assert_array_equal(train_stream(copy, **options).coef_,
+                                  train_stream(subset, **options).coef_)
+
+
+def test_an_in_memory_source_is_transposed_once_for_every_objective_that_holds_it(a9a):
+    X, y = a9a
+    source = InMemorySource(X, y, block_rows=BLOCK_ROWS)
+    first, second = (SmoothSVMObjective(source, "psi_g", 1e-4, sigma=0.5, n_threads=n).data
+                     for n in (1, 2))
+    columns = first.held_data()[1]
+    assert second.held_data()[1] is columns
+    # what a transpose made anew for a second source holds, whatever its threads
+    fresh = SmoothSVMObjective(InMemorySource(X, y, block_rows=BLOCK_ROWS), "psi_g", 1e-4,
+                               sigma=0.5, n_threads=2).data.held_data()[1]
+    assert fresh is not columns and len(fresh) == len(columns)
+    for a, b in zip(fresh, columns):
+        np.testing.assert_array_equal(a, b)
+
+
 @pytest.mark.parametrize("rows, error, match", [
     ([1, 5, 5], ValueError, "row 5 selected twice"),
     ([0, N_ROWS], IndexError, f"row {N_ROWS} outside 0..{N_ROWS - 1}"),

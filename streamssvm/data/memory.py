@@ -181,6 +181,31 @@ class InMemorySource(BlockSource):
         self.nnz = X.nnz
         self.value_dtype = X.dtype
         self.row_offsets = block_offsets_by_nnz(X.indptr, block_nnz, block_rows)
+        self._columns = None  # the transpose of all rows (see transposed)
+
+    @classmethod
+    def copy_of(cls, source):
+        """All of ``source`` (a store, a row subset) read once into memory, cut into the same
+        blocks: the kernels then sum in the same order as over ``source`` itself, and give
+        the same results, without a read of the source at every pass."""
+        block = source.read_range(0, source.n_blocks)
+        start, stop = int(block.indptr[0]), int(block.indptr[-1])
+        X = sp.csr_matrix((block.data[start:stop], block.indices[start:stop],
+                           block.indptr - start), shape=(source.n_samples, source.n_features))
+        classes = np.asarray(source.classes)
+        y = classes[block.y if source.multiclass else (block.y > 0).astype(np.intp)]
+        copy = cls(X, y, classes=source.classes, value_dtype=source.value_dtype)
+        copy.name = f"{source.name} (in memory)"
+        copy.row_offsets = np.array(source.row_offsets, np.int64)
+        return copy
+
+    def transposed(self, rows, n_threads):
+        """All rows by columns, made by the first call and kept: the source's arrays do not
+        change, and every objective that holds it (a grid of fits on one source) asks for
+        the same transpose (which does not depend on ``n_threads``)."""
+        if self._columns is None:
+            self._columns = super().transposed(rows, n_threads)
+        return self._columns
 
     def read_block(self, k):
         return self.read_range(k, k + 1)

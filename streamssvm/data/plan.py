@@ -44,7 +44,6 @@ import threading
 
 import numpy as np
 
-from .. import kernels
 from .._memory import available_memory_bytes, per_sample_array
 from .._progress import progress_iter
 from .._warn import warn
@@ -207,8 +206,7 @@ class DataPlan:
         if block is None:
             return None
         if self._held[1] is None:
-            self._held[1] = kernels.transpose(block.indptr, block.indices, block.data,
-                                              self.source.n_features, self.n_threads)
+            self._held[1] = self.source.transposed(block, self.n_threads)
         return block, self._held[1]
 
     def rows_vector(self):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .. import kernels
 from .checksum import digest
 
 
@@ -122,6 +123,13 @@ class BlockSource:
                 rows = slice(b.indptr[0], b.indptr[-1])
                 yield from (b.indptr - b.indptr[0], b.indices[rows], b.data[rows], b.y)
         return digest(arrays())
+
+    def transposed(self, rows, n_threads):
+        """``rows``, all of the source as :meth:`read_range` gives them, by columns (the
+        ``columns`` of :func:`~streamssvm.kernels.transpose`): what an objective holding
+        the whole data asks for."""
+        return kernels.transpose(rows.indptr, rows.indices, rows.data, self.n_features,
+                                 n_threads)
 
     def check_blocks(self, first, stop):
         """Refuse a block range ``first .. stop - 1`` that is empty or leaves the source."""
