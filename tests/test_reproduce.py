@@ -20,8 +20,8 @@ from numba.core import event as numba_event
 from shared_data import DATA, load_shared
 from streamssvm.data import InMemorySource, RowSubset, Store, write_store
 from streamssvm import train_stream
-from streamssvm.experiments import (Plateau, Settings, chosen_sigma, fitted_order, make_folds,
-                                    observed_orders, partition_labels, read_json,
+from streamssvm.experiments import (FoldData, Plateau, Settings, chosen_sigma, fitted_order,
+                                    make_folds, observed_orders, partition_labels, read_json,
                                     render_markdown, render_page, run_convergence,
                                     summarize_results, train_and_score, train_to_plateau)
 from streamssvm.experiments import runner
@@ -104,7 +104,8 @@ def test_a_run_scores_a_model_of_its_training_rows_on_its_test_rows(store_path, 
     fold = make_folds(N_ROWS, n_partitions=1, n_parts=5, seed=0)[2]
     settings = Settings(lam=1e-4)
     with Store(store_path) as store:
-        _, run = train_and_score(store, fold, "psi_g", settings, sigma=2.0 ** -3)
+        _, run = train_and_score(FoldData.read(store, fold), "psi_g", settings,
+                                 sigma=2.0 ** -3)
     assert run["fold"] == fold.digest and run["converged"]
     model = train_stream(X[fold.train_rows], y[fold.train_rows], loss="psi_g",
                          sigma=2.0 ** -3, lam=1e-4, tol=0.0, abs_tol=1e-3, progress=False)
@@ -119,12 +120,15 @@ def test_a_run_scores_a_model_of_its_training_rows_on_its_test_rows(store_path, 
 
 def test_a_run_to_a_plateau_is_one_uninterrupted_run(store_path):
     """Pegasos in chunks resumed from checkpoints ends where one run of as many epochs does,
-    and stops at the first chunk whose objective changed by at most rtol |f|."""
+    and stops at the first chunk whose objective changed by at most rtol |f|; on the fold's
+    rows held in memory as on the store's row subset (the same blocks, the same run)."""
     fold = make_folds(N_ROWS, n_partitions=1, n_parts=5, seed=0)[0]
     settings = Settings(lam=1e-3)
     plateau = Plateau(rtol=2e-2, chunk=3, max_epochs=30)
     with Store(store_path) as store:
-        model, run = train_to_plateau(store, fold, "hinge", settings, plateau, eval_every=0)
+        data = FoldData.read(store, fold)
+        assert data.train.in_memory and data.test.n_samples == len(fold.test_rows)
+        model, run = train_to_plateau(data, "hinge", settings, plateau, eval_every=0)
         train = RowSubset(store, fold.train_rows)
         once = train_stream(train, loss="hinge", solver="pegasos", lam=1e-3, seed=0,
                             max_iter=run["n_iter"], eval_every=0, progress=False)

@@ -1,7 +1,8 @@
 """Run the paper's experiments on one store: the sigma sweep, the six methods, convergence.
 
-Every training set and test set is a :class:`~streamssvm.data.RowSubset` of the one store
-(read through it, out of core); every method and every sigma sees the same folds. Each
+Every training set and test set is a :class:`~streamssvm.data.RowSubset` of the one store,
+read from it once per fold and held in memory for the fold's runs (:class:`FoldData`);
+every method and every sigma sees the same folds. Each
 run is a flat dict (one per fold, method or sigma) so that a results file can be checked
 and summarised by anything that reads JSON.
 """
@@ -19,9 +20,10 @@ from numba.core import event as numba_event
 from threadpoolctl import threadpool_limits
 
 from ..api import train_stream
-from ..data import RowSubset
+from ..data import InMemorySource, RowSubset
 from ..objective import SmoothSVMObjective
 from ..solvers import SOLVERS, STOCHASTIC, ConvergenceWarning
+from .protocol import Fold
 
 PAPER_LAM = 1e-5
 PAPER_ABS_TOL = 1e-3  # "the same stopping criterion ||grad L(w_t)|| <= 0.001"
@@ -167,26 +169,49 @@ def _fit(train, loss, settings, sigma=None, solver="tron", w0=None, max_iter=Non
                             **options)
 
 
-def _scored(model, source, fold, train, seconds):
-    params = model.params
+@dataclass(frozen=True)
+class FoldData:
+    """A fold and its two row sets, each read from the data set's store once and held in
+    memory for every training on the fold (the sweep makes 80; a read through the store
+    decodes and checks every block at every pass), in the store's blocks: the kernels sum
+    as over the store's :class:`~streamssvm.data.RowSubset`. (SDCA evaluates on its own
+    schedule when the data is in memory from the start: its runs may stop at another
+    epoch than over the store.)
+
+    Attributes
+    ----------
+    fold : Fold
+    train, test : InMemorySource
+    """
+
+    fold: Fold
+    train: InMemorySource
+    test: InMemorySource
+
+    @classmethod
+    def read(cls, source, fold):
+        """The fold's rows of ``source`` (the whole data set, a store)."""
+        return cls(fold, *(InMemorySource.copy_of(RowSubset(source, rows))
+                           for rows in (fold.train_rows, fold.test_rows)))
+
+
+def _scored(model, data, seconds):
+    params, fold = model.params, data.fold
     return dict(partition=fold.partition, part=fold.part, fold=fold.digest,
-                train_accuracy=model.score(train),
-                test_accuracy=model.score(RowSubset(source, fold.test_rows)),
+                train_accuracy=model.score(data.train),
+                test_accuracy=model.score(data.test),
                 seconds=seconds, solver_seconds=params["seconds"], n_iter=params["n_iter"],
                 passes=params["passes"], converged=bool(params["converged"]),
                 grad_norm=params["grad_norm"], objective=params["objective"],
                 grad_norm_start=model.history[0]["grad_norm"] if model.history else None)
 
 
-def train_and_score(source, fold, loss, settings, sigma=None, solver="tron", w0=None,
-                    **options):
+def train_and_score(data, loss, settings, sigma=None, solver="tron", w0=None, **options):
     """Train on a fold's training rows and score both its row sets.
 
     Parameters
     ----------
-    source : BlockSource
-        The whole data set (a store).
-    fold : Fold
+    data : FoldData
     loss : str
     settings : Settings
     sigma : float, optional
@@ -204,13 +229,12 @@ def train_and_score(source, fold, loss, settings, sigma=None, solver="tron", w0=
         ``solver_seconds``, ``n_iter``, ``passes``, ``converged``, ``grad_norm``,
         ``objective`` (L at the model), ``grad_norm_start`` (||grad L|| at the start point).
     """
-    train = RowSubset(source, fold.train_rows)
     start = time.perf_counter()
-    model = _fit(train, loss, settings, sigma, solver, w0, **options)
-    return model, _scored(model, source, fold, train, time.perf_counter() - start)
+    model = _fit(data.train, loss, settings, sigma, solver, w0, **options)
+    return model, _scored(model, data, time.perf_counter() - start)
 
 
-def train_to_plateau(source, fold, loss, settings, plateau, solver="pegasos", **options):
+def train_to_plateau(data, loss, settings, plateau, solver="pegasos", **options):
     """A stochastic solver on a fold, ``plateau.chunk`` epochs at a time (each chunk resumes
     the last from a checkpoint: the iterates of one uninterrupted run), until its objective
     stops changing (:class:`Plateau`); scored as :func:`train_and_score`.
@@ -223,14 +247,13 @@ def train_to_plateau(source, fold, loss, settings, plateau, solver="pegasos", **
         ``solver_seconds``: the solver's time in all of them), ``path`` (epochs and
         objective after each chunk) and ``stopped`` (``"plateau"`` or ``"max_epochs"``).
     """
-    train = RowSubset(source, fold.train_rows)
     path, stopped, seconds = [], "max_epochs", 0.0
     with tempfile.TemporaryDirectory(prefix="reproduce-") as tmp:
         checkpoint = os.path.join(tmp, "run.ckpt")
         for epochs in range(plateau.chunk, plateau.max_epochs + plateau.chunk, plateau.chunk):
             epochs = min(epochs, plateau.max_epochs)
             start = time.perf_counter()
-            model = _fit(train, loss, settings, solver=solver, max_iter=epochs,
+            model = _fit(data.train, loss, settings, solver=solver, max_iter=epochs,
                          checkpoint=checkpoint, checkpoint_every=math.inf, **options)
             seconds += time.perf_counter() - start
             f = model.params["objective"]
@@ -239,25 +262,25 @@ def train_to_plateau(source, fold, loss, settings, plateau, solver="pegasos", **
                 stopped = "plateau"
                 break
     # solver_seconds: the last chunk's, which a resumed run counts from the first chunk on
-    return model, dict(_scored(model, source, fold, train, seconds), path=path,
-                       stopped=stopped)
+    return model, dict(_scored(model, data, seconds), path=path, stopped=stopped)
 
 
-def hinge_objective(source, fold, settings, model):
+def hinge_objective(data, settings, model):
     """lam / 2 ||w||^2 + mean hinge loss of a model on a fold's training rows (one pass): the
     objective Pegasos minimises, at any model."""
-    objective = SmoothSVMObjective(RowSubset(source, fold.train_rows), "hinge", settings.lam,
+    objective = SmoothSVMObjective(data.train, "hinge", settings.lam,
                                    fit_intercept=settings.fit_intercept)
     return float(objective.value(model_weights(model)))
 
 
-def warm_up(source, fold, methods, settings):
-    """Train every method once for two iterations (an epoch) on ``fold``, so that compiling
-    numba's kernels is not timed: on the fold itself, since which kernels a run compiles
-    depends on the size of its work (small work runs their serial twins, kernels._twins)."""
+def warm_up(data, methods, settings):
+    """Train every method once for two iterations (an epoch) on a fold's ``data``, so that
+    compiling numba's kernels is not timed: on a fold itself, since which kernels a run
+    compiles depends on the size of its work (small work runs their serial twins,
+    kernels._twins)."""
     quick = replace(settings, max_iter=2, epochs=1)
     for m in methods:
-        train_and_score(source, fold, m.loss, quick, m.sigma, m.solver, **m.options)
+        train_and_score(data, m.loss, quick, m.sigma, m.solver, **m.options)
 
 
 def best_hinge_objectives(sweep_runs):
@@ -297,20 +320,22 @@ def run_methods(source, folds, methods, settings, plateau=Plateau(), hinge_refer
         with ``hinge_reference``, ``gap_to_best_psi_g`` and ``best_psi_g_log2_sigma``: its
         objective minus the sweep's lowest, and where that was.
     """
-    warm_up(source, folds[0], methods, settings)
     hinge_reference = hinge_reference or {}
     runs, hinge_at_psi_g = [], {}
-    for m in methods:
-        for fold in folds:
+    for i, fold in enumerate(folds):
+        data = FoldData.read(source, fold)
+        if i == 0:
+            warm_up(data, methods, settings)
+        for m in methods:
             if m.solver in STOCHASTIC:
-                model, run = train_to_plateau(source, fold, m.loss, settings, plateau,
-                                              m.solver, **m.options)
+                model, run = train_to_plateau(data, m.loss, settings, plateau, m.solver,
+                                              **m.options)
             else:
-                model, run = train_and_score(source, fold, m.loss, settings, m.sigma,
-                                             m.solver, **m.options)
+                model, run = train_and_score(data, m.loss, settings, m.sigma, m.solver,
+                                             **m.options)
             if m.loss == "psi_g":
                 run["hinge_objective"] = hinge_at_psi_g[fold.digest] = hinge_objective(
-                    source, fold, settings, model)
+                    data, settings, model)
             if m.loss == "hinge" and fold.digest in hinge_at_psi_g:
                 run["gap_to_psi_g"] = run["objective"] - hinge_at_psi_g[fold.digest]
             if m.loss == "hinge" and fold.digest in hinge_reference:
@@ -349,22 +374,24 @@ def run_sigma_sweep(source, folds, settings, losses=SWEEP_LOSSES, log2_sigmas=SW
     order = sorted(log2_sigmas, reverse=True)
     solvers = {"cold": cold_solver, "warm": "tron"}
     # every solver each start may run: auto's choice changes with the width
-    warm_up(source, folds[0], [Method("", "", loss, 2.0 ** width, solvers[start])
-                               for loss in losses for start in starts
-                               for width in {order[0], order[-1]}], settings)
     runs = []
-    for loss in losses:
-        for fold in folds:
+    for i, fold in enumerate(folds):
+        data = FoldData.read(source, fold)
+        if i == 0:  # every solver each start may run: auto's choice changes with the width
+            warm_up(data, [Method("", "", loss, 2.0 ** width, solvers[start])
+                           for loss in losses for start in starts
+                           for width in {order[0], order[-1]}], settings)
+        for loss in losses:
             for start in starts:
                 solver, w = solvers[start], None
                 options = dict(forcing="constant", xi=PAPER_XI) if solver == "tron" else {}
                 for log2_sigma in order:
-                    model, run = train_and_score(source, fold, loss, settings,
-                                                 2.0 ** log2_sigma, solver, w0=w, **options)
+                    model, run = train_and_score(data, loss, settings, 2.0 ** log2_sigma,
+                                                 solver, w0=w, **options)
                     if start == "warm":
                         w = model_weights(model)
                     if loss == "psi_g":
-                        run["hinge_objective"] = hinge_objective(source, fold, settings, model)
+                        run["hinge_objective"] = hinge_objective(data, settings, model)
                     runs.append(dict(loss=loss, start=start, log2_sigma=log2_sigma,
                                      solver=model.params["solver"], **run))
                     if log:
