@@ -346,11 +346,17 @@ def run_in_processes(commands, jobs, out_dir):
                                            stdout=fh, stderr=subprocess.STDOUT, env=env)
             running.append((name, log_path, process))
             log(f"{name}: started (log {log_path})")
-        name, log_path, process = running.pop(0)
-        if process.wait():
-            failed.append(f"{name} (exit {process.returncode}, see {log_path})")
-        else:
-            log(f"{name}: done")
+        # whichever ends first frees its core for the next data set
+        done = [r for r in running if r[2].poll() is not None]
+        if not done:
+            time.sleep(0.5)
+            continue
+        for name, log_path, process in done:
+            running.remove((name, log_path, process))
+            if process.returncode:
+                failed.append(f"{name} (exit {process.returncode}, see {log_path})")
+            else:
+                log(f"{name}: done")
     if failed:
         raise SystemExit("reproduce.py all: error: failed: " + ", ".join(failed))
     return [os.path.join(out_dir, f"{name}.json") for name, _, _ in commands]
