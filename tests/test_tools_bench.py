@@ -128,6 +128,20 @@ def test_bench_vw_quick_runs_both_sides_under_the_cap(tmp_path, python_env):
     for row in figures["against_vw_10_passes"]:
         assert row["ratio"] == pytest.approx(row["seconds"] / row["vw_seconds"])
         assert row["reached"] == (row["accuracy"] >= row["vw_accuracy"] - 0.001)
+    sys.path.insert(0, TOOLS)
+    import bench_vw as tool
+
+    # the README's rows: per VW loss, our fastest run to its accuracy, or none reached it
+    rows = tool.headline(figures)
+    assert [r["what"].split("10-pass ")[1].split()[0] for r in rows] == ["hinge", "logistic"]
+    for vw_loss, row in zip(("hinge", "logistic"), rows):
+        reached = [r for r in figures["against_vw_10_passes"]
+                   if r["vw_loss"] == vw_loss and r["reached"]]
+        if reached:
+            best = min(reached, key=lambda r: r["ratio"])
+            assert row["result"].startswith(f"{best['ratio']:.2f}x VW's time")
+        else:
+            assert row["result"].startswith("not reached")
 
 
 def test_bench_cv_quick_out_of_core_in_lockstep_and_not(tmp_path, python_env):
