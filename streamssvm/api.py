@@ -5,6 +5,7 @@ import sys
 
 import numpy as np
 
+from ._ahead import compiling_ahead
 from ._interrupt import interrupts_after_compiling
 from ._names import named
 from ._progress import closing_bars, iteration_log
@@ -249,43 +250,46 @@ def train_stream(data, y=None, loss="psi_g", sigma=None, lam=1e-5, solver="auto"
         # the rows with curvature, copied at every evaluation, serve only Hessian products:
         # a solver without them would hold the copy for nothing
         cache_curved = "auto" if chosen_record.uses_hessian_products else False
-        for width in [*sigma_path, sigma]:
-            objective = make_objective(
-                source, loss, lam, sigma=width, fit_intercept=fit_intercept,
-                intercept_scaling=intercept_scaling, n_threads=n_threads,
-                progress=progress and source.nnz > 20_000_000, sample_weight=sample_weight,
-                hold=hold, cache_curved=cache_curved)
-            if checkpoint is not None:
-                # the data's contents, not its name: a store resumes under any path
-                problem = dict(data=[source.n_samples, source.n_features, source.nnz,
-                                     source.data_digest()],
-                               loss=objective.loss.key, lam=lam,
-                               solver=solver, tol=tol, abs_tol=abs_tol,
-                               liblinear_tol=liblinear_tol, fit_intercept=fit_intercept,
-                               intercept_scaling=intercept_scaling,
-                               # a budget, as max_iter is: a run stopped by it goes on
-                               options={k: v for k, v in solver_options.items()
-                                        if k != "max_seconds"},
-                               weights=None if objective.sample_weight is None
-                               else digest([objective.sample_weight]),
-                               w0=None if w0 is None else digest([w0]))
-                plan = objective.data if client is None else None  # workers hold shards
-                saved = Checkpoint(checkpoint, checkpoint_every, problem,
-                                   held=lambda plan=plan: plan is not None and plan.holds_data)
-                recorded = saved.recorded_hold()
-                if plan is not None and hold == "auto" and recorded is not None:
-                    plan.hold_as(recorded)  # as the checkpoint's run did: its sums' order
-                solver_options = dict(solver_options, checkpoint=saved)
-            left = {} if budget is None else {"max_seconds": max(budget - seconds, 0.0)}
-            result = solve(objective, w0=w0, tol=tol, abs_tol=abs_tol,
-                           liblinear_tol=liblinear_tol, max_iter=max_iter, progress=progress,
-                           **dict(solver_options, **left))
-            history += [dict(h, sigma=objective.loss.sigma, passes=h["passes"] + passes,
-                             seconds=h["seconds"] + seconds) for h in result.history]
-            passes, seconds = passes + result.passes, seconds + result.seconds
-            n_iter += result.n_iter
-            cached_sweeps += objective.cached_sweeps
-            w0 = result.w
+        kind = "matrix" if isinstance(source, InMemorySource) else "store"
+        ahead = () if client is not None else (f"{kind}:{solver}",)  # workers compile theirs
+        with compiling_ahead(*ahead):
+            for width in [*sigma_path, sigma]:
+                objective = make_objective(
+                    source, loss, lam, sigma=width, fit_intercept=fit_intercept,
+                    intercept_scaling=intercept_scaling, n_threads=n_threads,
+                    progress=progress and source.nnz > 20_000_000, sample_weight=sample_weight,
+                    hold=hold, cache_curved=cache_curved)
+                if checkpoint is not None:
+                    # the data's contents, not its name: a store resumes under any path
+                    problem = dict(data=[source.n_samples, source.n_features, source.nnz,
+                                         source.data_digest()],
+                                   loss=objective.loss.key, lam=lam,
+                                   solver=solver, tol=tol, abs_tol=abs_tol,
+                                   liblinear_tol=liblinear_tol, fit_intercept=fit_intercept,
+                                   intercept_scaling=intercept_scaling,
+                                   # a budget, as max_iter is: a run stopped by it goes on
+                                   options={k: v for k, v in solver_options.items()
+                                            if k != "max_seconds"},
+                                   weights=None if objective.sample_weight is None
+                                   else digest([objective.sample_weight]),
+                                   w0=None if w0 is None else digest([w0]))
+                    plan = objective.data if client is None else None  # workers hold shards
+                    saved = Checkpoint(checkpoint, checkpoint_every, problem,
+                                       held=lambda plan=plan: plan is not None and plan.holds_data)
+                    recorded = saved.recorded_hold()
+                    if plan is not None and hold == "auto" and recorded is not None:
+                        plan.hold_as(recorded)  # as the checkpoint's run did: its sums' order
+                    solver_options = dict(solver_options, checkpoint=saved)
+                left = {} if budget is None else {"max_seconds": max(budget - seconds, 0.0)}
+                result = solve(objective, w0=w0, tol=tol, abs_tol=abs_tol,
+                               liblinear_tol=liblinear_tol, max_iter=max_iter, progress=progress,
+                               **dict(solver_options, **left))
+                history += [dict(h, sigma=objective.loss.sigma, passes=h["passes"] + passes,
+                                 seconds=h["seconds"] + seconds) for h in result.history]
+                passes, seconds = passes + result.passes, seconds + result.seconds
+                n_iter += result.n_iter
+                cached_sweeps += objective.cached_sweeps
+                w0 = result.w
         classes = source.classes
         data_record = dict(source=source.name, n_samples=source.n_samples,
                            n_features=source.n_features, nnz=source.nnz,

@@ -24,6 +24,7 @@ import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
 
+from . import _ahead
 from ._jit_cache import watching_compiles
 from .api import train_stream
 from .data import convert_svmlight
@@ -100,8 +101,14 @@ def run_warmup(solvers=DEFAULT_SOLVERS, jobs=2, out=sys.stdout):
     small store's, run in a process of their own beside the others (the matrix's kernels
     are of float64 values, the store's of float32, the small store's the serial twins:
     they compile little in common; numba compiles in one thread). Returns
-    ``[(path, kernels compiled, seconds compiling, seconds in all)]``."""
+    ``[(path, kernels compiled, seconds compiling, seconds in all)]``. No helper of
+    ``_ahead`` runs: warmup's own processes take the cores."""
     check_solvers(solvers)
+    with _ahead.turned_off():
+        return _run_paths(solvers, jobs, out)
+
+
+def _run_paths(solvers, jobs, out):
     if jobs < 2:
         return (_store_paths(solvers, out) + _matrix_path(out)
                 + _store_paths(solvers, out, SMALL_ROWS))

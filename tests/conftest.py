@@ -12,6 +12,9 @@ import numpy as np
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# no helper compiling a first run's kernels on another core (streamssvm._ahead): the suite's
+# workers take every core; tests/test_ahead.py turns it on for its own children
+os.environ.setdefault("STREAMSSVM_COMPILE_AHEAD", "0")
 # the real data sets the tests read, shipped with the repository (tests/data/README.md); a9a
 # links to the package's copy (streamssvm/datasets)
 SHARED_DATA = REPO_ROOT / "tests" / "data"

@@ -16,6 +16,7 @@ import numpy as np
 
 from .._atomic import check_output
 from .._interrupt import interrupts_after_compiling
+from .._ahead import compiling_ahead
 from .._jit_cache import watching_compiles
 from .._progress import progress_bar
 from .._runtime import prepare
@@ -284,7 +285,8 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
     """
     prepare()
     t0 = time.perf_counter()
-    with watching_compiles() as compiles:  # their time is left out of the throughput
+    # their time is left out of the throughput
+    with watching_compiles() as compiles, compiling_ahead("convert"):
         src, dst = os.fspath(src), os.fspath(dst)
         # before the parse, not at the writer's end (``like`` is read before: it may be dst)
         check_output(dst, overwrite, (src,), regular=True)

@@ -5,6 +5,8 @@
 
 from importlib import resources
 
+A9A_SHAPE = (32_561, 123)  # the training file's rows and features
+
 
 def a9a_paths():
     """Paths of the shipped ``a9a.svm.xz`` (train) and ``a9a.t.svm.xz`` (test)."""
