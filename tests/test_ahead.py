@@ -77,3 +77,14 @@ def test_a_helper_is_stopped_when_its_run_ends(tmp_path, python_env):
                           check=True, env=dict(python_env, NUMBA_CACHE_DIR=str(tmp_path),
                                                **{_ahead.ENV: "1"}))
     assert json.loads(done.stdout) == [True, 1, 0]
+
+
+def test_the_demo_keys_its_helper_by_the_shipped_shape():
+    import lzma
+
+    from streamssvm.data.svmlight import parse_svmlight_bytes
+    from streamssvm.datasets import A9A_SHAPE, a9a_paths
+
+    with lzma.open(a9a_paths()[0]) as fh:
+        X, _, _ = parse_svmlight_bytes(fh.read())
+    assert X.shape == A9A_SHAPE
