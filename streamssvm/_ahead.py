@@ -4,7 +4,7 @@ run's kernels from the last one back while the run compiles them from the first.
 numba compiles in one thread per process (its compiler lock, and Python's), so on a cold
 cache a run waits for every kernel of its path in turn. The kernels a path compiles, with
 their argument types, are recorded in :data:`MANIFEST` (``tools/record_kernels.py``, run on
-the shipped a9a from an empty cache). When a run starts a path whose last kernel is
+the shipped demo data from an empty cache). When a run starts a path whose last kernel is
 missing from numba's disk cache, :func:`compiling_ahead` starts ``python -m
 streamssvm._ahead KEY...``, which compiles the path's kernels in reverse order into the
 cache; the run, compiling in order, finds the kernels the helper has reached in the cache
@@ -12,8 +12,8 @@ and loads them, so the two meet about halfway. The helper is stopped when the ru
 (numba writes a cache file to a temporary name and renames it: a stopped helper leaves
 whole files or none).
 
-Keys: ``convert`` (svmlight text to a store) and ``train:SOLVER:store`` or
-``train:SOLVER:matrix`` (train_stream on a store or on an in-memory matrix). A kernel whose
+Keys: ``convert`` (svmlight text to a store) and ``store:SOLVER`` or
+``matrix:SOLVER`` (train_stream on a store or on an in-memory matrix). A kernel whose
 recorded types are not the run's (other dtypes, encodings, weights) is compiled for
 nothing, on the other core: the run is no slower than without the helper, as with a stale
 manifest. ``STREAMSSVM_COMPILE_AHEAD=0`` turns the helper off; so does a machine with one
