@@ -61,7 +61,8 @@ def test_shared_data_round_trip(shared_data, sklearn_load, tmp_path, name):
                                progress=False, block_nnz=1 << 17)
     meta = assert_matches(out64, Xs, ys)
     assert summary["n_blocks"] == meta["n_blocks"] > 1
-    assert meta["source_sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
+    assert (meta["source_sha256"] == summary["source_sha256"]
+            == hashlib.sha256(src.read_bytes()).hexdigest())
     assert meta["source_size"] == src.stat().st_size == summary["source_bytes"]
     assert meta["source_name"] == name
     convert_svmlight(src, out32, n_features=width, progress=False)

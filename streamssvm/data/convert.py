@@ -254,7 +254,7 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
         it numba spent compiling kernels missing from its cache), ``text_bytes``
         (uncompressed text), ``source_bytes`` (file size), ``store_bytes``, ``mb_per_s``
         (text megabytes, 1e6 bytes, per second of the conversion, compiling left out),
-        ``src``, ``dst``.
+        ``src``, ``dst``, ``source_sha256`` (of the file's bytes, as the store records it).
 
     Raises
     ------
@@ -350,9 +350,10 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
                                "block_nnz": None if block_rows else block_nnz,
                                "repaired_rows": parser.repaired_rows, "input_compression": kind,
                                "multiclass": multiclass}
+                    sha256 = raw.sha256.hexdigest()
                     writer.close(parser.n_features, final_classes,
                                  source={"name": os.path.basename(src), "size": raw.size,
-                                         "sha256": raw.sha256.hexdigest()},
+                                         "sha256": sha256},
                                  extra_options=options)
             finally:
                 bar.close()
@@ -370,7 +371,7 @@ def convert_svmlight(src, dst, *, n_features=None, zero_based="auto", classes=No
         "repaired_rows": parser.repaired_rows,
         "seconds": seconds, "text_bytes": text_bytes, "source_bytes": source_bytes,
         "store_bytes": os.path.getsize(dst), "compile_seconds": compiles.seconds,
-        "mb_per_s": text_bytes / 1e6 / working,
+        "mb_per_s": text_bytes / 1e6 / working, "source_sha256": sha256,
     }
     if progress:
         print(f"streamssvm: converted {src} -> {dst}: {summary['n_samples']:,} rows x "

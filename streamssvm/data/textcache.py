@@ -165,10 +165,8 @@ def store_path(path, like=None, cache_dir=None, progress=True):
     again = " again (the text changed)" if os.path.exists(store) else ""
     _say(progress, f"converting {os.fspath(path)}{again} to "
                    f"{_shown(path, store, folder == beside)} (kept for the next run)")
-    convert_svmlight(os.fspath(path), store, overwrite=True, progress=progress, **options)
-    with Store(store) as made:
-        sha256 = made.metadata["source_sha256"]
-    _write_record(record, text, fingerprint, sha256, options)
+    made = convert_svmlight(os.fspath(path), store, overwrite=True, progress=progress, **options)
+    _write_record(record, text, fingerprint, made["source_sha256"], options)
     return store
 
 
