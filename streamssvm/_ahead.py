@@ -17,7 +17,9 @@ Keys: ``convert`` (svmlight text to a store) and ``store:SOLVER`` or
 recorded types are not the run's (other dtypes, encodings, weights) is compiled for
 nothing, on the other core: the run is no slower than without the helper, as with a stale
 manifest. ``STREAMSSVM_COMPILE_AHEAD=0`` turns the helper off; so does a machine with one
-core.
+core, and less free memory than :data:`HELPER_ROOM`: the helper is a second Python with
+numba's compiler, and under a tight memory cap the run's own budgets need that memory more
+than the run needs the seconds.
 """
 
 import contextlib
@@ -31,10 +33,15 @@ import sys
 from numba import types
 from numba.core.dispatcher import Dispatcher
 
+from ._memory import available_memory_bytes
 from ._runtime import prepare
 
 MANIFEST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_ahead.json")
 ENV = "STREAMSSVM_COMPILE_AHEAD"
+# free memory below which no helper starts: about four times the helper's peak RSS
+# (``children_peak_rss_mb`` of tools/bench_compile.py), so that it takes at most a quarter
+# of what the run could use, as the run's caches do
+HELPER_ROOM = 1 << 30
 _PACKAGE = __name__.rpartition(".")[0]
 _PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SCALARS = {str(t): t for t in (types.boolean, types.none, *types.integer_domain,
@@ -164,8 +171,10 @@ def _cores():
 def compiling_ahead(*keys):
     """Inside, a helper process compiles the kernels of the paths ``keys`` (the module
     docstring) from the last back, if the first key's last kernel is missing from the
-    cache, the machine has more than one core, and no helper of this process runs."""
-    if _running or os.environ.get(ENV) == "0" or not keys or keys[0] in _warm or _cores() < 2:
+    cache, the machine has more than one core and :data:`HELPER_ROOM` free, and no helper
+    of this process runs."""
+    if (_running or os.environ.get(ENV) == "0" or not keys or keys[0] in _warm or _cores() < 2
+            or available_memory_bytes() < HELPER_ROOM):
         yield
         return
     prepare()  # the cache's stale files removed before either process compiles

@@ -79,6 +79,24 @@ def test_a_helper_is_stopped_when_its_run_ends(tmp_path, python_env):
     assert json.loads(done.stdout) == [True, 1, 0]
 
 
+def test_no_helper_starts_without_room_for_it(tmp_path, python_env):
+    """A process whose share of the free memory is below HELPER_ROOM (memory_share: the
+    share lockstep's runs take) starts no helper on a cold cache; with its whole share it
+    does."""
+    script = ("import json, sys\nfrom streamssvm import _ahead\n"
+              "from streamssvm._memory import available_memory_bytes, memory_share\n"
+              "parts = available_memory_bytes() // _ahead.HELPER_ROOM + 1\n"
+              "with memory_share(parts), _ahead.compiling_ahead('convert'):\n"
+              "    short = bool(_ahead._running)\n"
+              "with _ahead.compiling_ahead('convert'):\n"
+              "    whole = bool(_ahead._running)\n"
+              "print(json.dumps([short, whole]))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True, env=dict(python_env, NUMBA_CACHE_DIR=str(tmp_path),
+                                               **{_ahead.ENV: "1"}))
+    assert json.loads(done.stdout) == [False, True]
+
+
 def test_the_demo_keys_its_helper_by_the_shipped_shape():
     import lzma
 
