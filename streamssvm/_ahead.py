@@ -167,14 +167,20 @@ def _cores():
         return os.cpu_count() or 1
 
 
+def helps():
+    """Whether a helper may start here: not turned off, more than one core, and
+    :data:`HELPER_ROOM` free."""
+    return (os.environ.get(ENV) != "0" and _cores() >= 2
+            and available_memory_bytes() >= HELPER_ROOM)
+
+
 @contextlib.contextmanager
 def compiling_ahead(*keys):
     """Inside, a helper process compiles the kernels of the paths ``keys`` (the module
     docstring) from the last back, if the first key's last kernel is missing from the
     cache, the machine has more than one core and :data:`HELPER_ROOM` free, and no helper
     of this process runs."""
-    if (_running or os.environ.get(ENV) == "0" or not keys or keys[0] in _warm or _cores() < 2
-            or available_memory_bytes() < HELPER_ROOM):
+    if _running or not keys or keys[0] in _warm or not helps():
         yield
         return
     prepare()  # the cache's stale files removed before either process compiles

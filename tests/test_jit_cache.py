@@ -3,6 +3,7 @@ run says about it: real files, a copy of the package and an empty NUMBA_CACHE_DI
 run a subprocess (numba keeps compiled code in the process)."""
 
 import json
+import math
 import os
 import pty
 import shutil
@@ -12,7 +13,9 @@ import threading
 import pytest
 
 from streamssvm import _jit_cache
+from streamssvm.cli import FIRST_COMPILE_SECONDS
 from streamssvm.datasets import a9a_paths
+from streamssvm.solvers import SOLVERS
 
 # Small kernels of three modules, called directly after the sweep of the entry points:
 # linear's calls a loss of losses/_scalar.py (on three rows: its serial twin runs), the
@@ -158,6 +161,27 @@ def test_a_cold_cache_is_announced_and_warmup_fills_it(tmp_path, python, python_
                                                        "-o", model], ["predict", model, store]):
         compiled, stderr = on_terminal(python, env, *argv)
         assert compiled == 0 and NOTICE not in stderr, (argv, stderr)
+
+
+# the paths of tools/bench_compile.py whose first-run compile each command's notice estimates
+NOTICE_PATHS = {"convert": ("convert",), "predict": ("predict",), "demo": ("demo",),
+                "train": tuple(f"store:{name}" for name in SOLVERS)}
+
+
+def test_the_notices_estimates_are_the_benchmarks_figures():
+    """Each command's estimate, with the compile helper and without, is its worst path's
+    first-run extra seconds in benchmarks/compile.json rounded up, give or take a second
+    of the benchmark's noise: fails when a record moves and the notice stays."""
+    record = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          "benchmarks", "compile.json")
+    with open(record) as fh:
+        rows = {r["path"]: r for r in json.load(fh)["figures"]["paths"]}
+    assert set(FIRST_COMPILE_SECONDS) == set(NOTICE_PATHS)
+    for command, paths in NOTICE_PATHS.items():
+        for estimate, key in zip(FIRST_COMPILE_SECONDS[command],
+                                 ("first_run_extra_s", "first_run_extra_alone_s")):
+            worst = max(rows[p][key] for p in paths)
+            assert abs(estimate - math.ceil(worst)) <= 1, (command, key, estimate, worst)
 
 
 SPECIALIZATIONS = """
