@@ -1041,15 +1041,52 @@ def test_cli_passes_the_solver_its_options_given_or_its_defaults(data, tmp_path)
     assert streamssvm.Model.load(model).params["preconditioner"] is True  # Newton's own
 
 
+@pytest.mark.parametrize("name, options, early", [
+    ("sgd", dict(max_iter=5), False),
+    ("sgd", dict(max_iter=30, tol=0.3), True),
+    ("sgd", dict(max_iter=12, eval_every=3, tol=0.3), True),
+    ("sgd", dict(max_iter=7, eval_every=2, average=True), False),
+    ("pegasos", dict(max_iter=6), False),
+])
+def test_sgd_evaluated_beside_the_next_epoch_is_sgd_without(data, tmp_path, name, options,
+                                                            early):
+    """With overlap (each epoch's evaluation on a worker thread beside the next epoch, on a
+    store held in memory): the w, the epochs and the history (f and ||grad|| of every
+    evaluated epoch) of the run without; a run that stops before max_iter has swept beside
+    its last evaluation, which its passes count."""
+    path = tmp_path / "a9a.h5"
+    write_store(path, _source(data))
+    runs = []
+    with Store(path) as store, warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for overlap in (False, True):
+            objective = SmoothSVMObjective(store, "hinge", 1e-5)
+            runs.append(SOLVERS[name](objective, overlap=overlap, **options))
+            assert objective.data.holds_data
+    plain, beside = runs
+
+    def entries(result):
+        return [{k: v for k, v in h.items() if k not in ("seconds", "passes")}
+                for h in result.history]
+
+    assert np.array_equal(plain.w, beside.w)
+    assert entries(plain) == entries(beside)
+    assert (beside.n_iter, beside.converged, beside.message) == (plain.n_iter,
+                                                                 plain.converged, plain.message)
+    assert (plain.n_iter < options["max_iter"]) == early
+    assert (beside.passes > plain.passes) == early
+
+
 @pytest.mark.parametrize("name", sorted(SOLVERS))
 @pytest.mark.parametrize("stop", [dict(tol=1e-2), dict(tol=1e-12, max_iter=4)])
 def test_the_last_history_entry_counts_every_pass(data, name, stop):
     """A run's passes are its last entry's, converged or out of iterations: AGD evaluated
     an extrapolation it would not use; an epoch solver's last epoch without an evaluation
     (SDCA's first 2 eval_every are left out) had its entry without the one made at the end.
-    (SDCA with overlap may sweep beyond its stopping epoch: passes made, counted by the
-    run, not by that epoch's entry.)"""
-    options = dict(overlap=False) if name == "sdca" and "max_iter" not in stop else {}
+    (SDCA, SGD and Pegasos with overlap may sweep beyond their stopping epoch: passes made,
+    counted by the run, not by that epoch's entry.)"""
+    beside = name in ("sdca", "sgd", "pegasos") and "max_iter" not in stop
+    options = dict(overlap=False) if beside else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         result = SOLVERS[name](SmoothSVMObjective(_source(data), "psi_g", 1e-3), **stop,

@@ -54,9 +54,6 @@ H.-F. Yu, C.-J. Hsieh, K.-W. Chang, C.-J. Lin, "Large linear classification when
 cannot fit in memory", KDD 2010.
 """
 
-from concurrent.futures import Future, ThreadPoolExecutor
-
-import numba
 import numpy as np
 
 from .._memory import per_sample_array
@@ -64,8 +61,8 @@ from .._progress import closing_bars
 from ..kernels import stochastic as sk
 from ..kernels import threadsafe_parallel
 from .common import start_state
-from .registry import MAX_SECONDS, MEMORY_LIMIT, SEED, Option, SolverRecord
-from .stochastic import EpochRun, epoch_source
+from .registry import MAX_SECONDS, MEMORY_LIMIT, OVERLAP, SEED, Option, SolverRecord
+from .stochastic import EpochRun, Evaluations, epoch_source
 
 
 def _check(objective):
@@ -147,7 +144,7 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     if not (isinstance(inner_epochs, (int, np.integer)) and inner_epochs >= 1):
         raise ValueError(f"inner_epochs must be an integer >= 1, got {inner_epochs!r}")
     overlap = overlap and data.hold_rows()
-    with _Evaluations(overlap) as evaluations:
+    with Evaluations(overlap, "sdca") as evaluations:
         if overlap and threadsafe_parallel():
             # the transpose beside the first epochs (an evaluation meanwhile, as at a w0,
             # takes the rows' way)
@@ -322,30 +319,6 @@ def _unmask(array):
     return array if array.size else None
 
 
-class _Evaluations:
-    """Runs SDCA's evaluations: with ``overlap``, in one worker thread on one numba thread,
-    beside the next epoch on the other core (numba's kernels release the GIL); else
-    where they are asked for."""
-
-    def __init__(self, overlap):
-        self.pool = ThreadPoolExecutor(1, "sdca-evaluation", numba.set_num_threads,
-                                       (1,)) if overlap else None
-
-    def submit(self, fn, *args):
-        if self.pool is not None:
-            return self.pool.submit(fn, *args)
-        done = Future()
-        done.set_result(fn(*args))
-        return done
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.pool is not None:
-            self.pool.shutdown()
-
-
 def _settled(objective, state, dual):
     """The rows whose coordinate step is zero at the evaluated ``state`` (boolean array of
     shape (n_samples,); :func:`~streamssvm.kernels.stochastic.settled_rows`)."""
@@ -366,7 +339,6 @@ RECORDS = (
                  Option("eval_every", int, 2, "evaluate P(w), its gradient and the duality gap "
                         "every this many epochs"),
                  Option("shrinking", bool, True, "skip the rows whose step stays zero"),
-                 Option("overlap", bool, True, "evaluate beside the next epoch when the data "
-                        "is held in memory"),
+                 OVERLAP,
                  MAX_SECONDS, MEMORY_LIMIT)),
 )

@@ -34,10 +34,11 @@ from .._memory import available_memory_bytes
 from .._names import named
 from .._progress import closing_bars
 from ..kernels import stochastic as sk
+from ..kernels import threadsafe_parallel
 from ..losses._scalar import derivatives_with_params
 from .common import check_step
-from .registry import MAX_SECONDS, SEED, STEP, Option, SolverRecord
-from .stochastic import EpochRun, epoch_source, saved_array
+from .registry import MAX_SECONDS, OVERLAP, SEED, STEP, Option, SolverRecord
+from .stochastic import EpochRun, Evaluations, epoch_source, saved_array
 
 SCHEDULES = {"optimal": sk.OPTIMAL, "pegasos": sk.OPTIMAL, "constant": sk.CONSTANT,
              "invscaling": sk.INVSCALING}
@@ -282,7 +283,8 @@ def sgd_epoch(objective, sgd_state, schedule, rng):
 
 def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=20,
         learning_rate="optimal", eta0=None, power_t=None, average=False, project=False, delay=0,
-        hogwild=False, seed=0, eval_every=1, max_seconds=None, progress=False, checkpoint=None):
+        hogwild=False, seed=0, eval_every=1, overlap=True, max_seconds=None, progress=False,
+        checkpoint=None):
     """Minimise ``objective`` by stochastic gradient descent.
 
     Parameters
@@ -314,6 +316,15 @@ def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
         on several threads).
     eval_every : int
         Evaluate the objective (one pass) every this many epochs; 0: only at the end.
+    overlap : bool
+        When the data is held in memory, the steps run on one thread (no ``delay``, no
+        ``hogwild``), there is no checkpoint and numba's threading layer runs parallel
+        kernels from two threads (omp, tbb), evaluate each epoch's w on a worker thread
+        beside the next epoch, collected when the next evaluation is due (the last
+        epoch's on every thread). When an
+        evaluation stops the run, the epochs swept after it are undone: the result, the
+        history and the epochs are those of the run without overlap (the passes count the
+        sweeps made beside it too).
     max_seconds : float, optional
     progress : bool or str
     checkpoint : Checkpoint, optional
@@ -327,13 +338,14 @@ def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
     """
     return _run("sgd", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
                 max_seconds, seed, progress, checkpoint, average, delay, hogwild,
-                dict(learning_rate=learning_rate, eta0=eta0, power_t=power_t, project=project))
+                dict(learning_rate=learning_rate, eta0=eta0, power_t=power_t, project=project),
+                overlap)
 
 
 @closing_bars()
 def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every, max_seconds,
-         seed, progress, checkpoint, average, delay, hogwild, schedule_options):
-    epoch_source(name, objective)
+         seed, progress, checkpoint, average, delay, hogwild, schedule_options, overlap):
+    data = epoch_source(name, objective)
     check_delay_and_hogwild(delay, schedule_options["project"], hogwild, bool(objective.bias))
     schedule = Schedule(objective, **schedule_options)
     state = SGDState(objective.n_features, bool(objective.bias), average, delay, hogwild)
@@ -343,23 +355,66 @@ def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
         state.restore(run.resumed, f"{checkpoint.path}: damaged checkpoint")
     else:
         state.start_at(run.state.w)
-    while run.next_epoch():
-        sgd_epoch(objective, state, schedule, run.rng)
-        w = state.weights()  # a d-vector made once an epoch
-        run.end_epoch(w, steps=state.steps)
-        run.save(w, v=state.v, avg_u=state.avg_u, state=state.state)
-    return run.result(state.weights())
+    # the evaluations beside the epochs: on held data (an evaluation then reads memory, as
+    # the epochs do), with the second core free (no delay, no Hogwild), no checkpoint
+    # (whose epoch's arrays would be overwritten by the epoch after it), and a threading
+    # layer that runs parallel kernels from two threads at once (other runs in lockstep
+    # may launch theirs while the evaluation runs)
+    overlap = (overlap and eval_every and not (delay or hogwild) and checkpoint is None
+               and data.hold_rows() and threadsafe_parallel())
+    with Evaluations(overlap, name) as evaluations:
+        # epochs swept, not yet recorded: (EpochEnd, w, steps, Future of its evaluation or
+        # None); the passes made, an evaluation's counted once submitted (its thread counts
+        # it in the objective before or after the next epoch ends)
+        pending, passes, stop = [], objective.passes, None
+        while run.next_epoch():
+            sgd_epoch(objective, state, schedule, run.rng)
+            passes += 1
+            w = state.weights()  # a d-vector made once an epoch
+            if not overlap:
+                run.end_epoch(w, steps=state.steps)
+                run.save(w, v=state.v, avg_u=state.avg_u, state=state.state)
+                continue
+            due = run.due()
+            if due:  # the last evaluation has had this epoch's time
+                stop = _collect(run, pending)
+                pending = []
+                if stop is not None:
+                    break
+            if due and run.epoch >= max_iter:  # nothing to sweep beside it: on every thread
+                run.end_epoch(w, steps=state.steps)
+                continue
+            pending.append((run.epoch_end(passes), w, state.steps,
+                            evaluations.submit(objective.evaluate, w, False) if due else None))
+            passes += due
+        if stop is None:
+            stop = _collect(run, pending)
+    return run.result(state.weights() if stop is None else stop)
+
+
+def _collect(run, epochs):
+    """Record ``epochs`` (swept beside their evaluations) in order, up to the first whose
+    evaluation ends the run (converged, or not finite); return that epoch's w, the run
+    rewound to it (the epochs after it undone, as they would not have run without
+    overlap), or None."""
+    for at, w, steps, evaluation in epochs:
+        state = run.record(None if evaluation is None else evaluation.result(), at=at,
+                           steps=steps)
+        if run.converged or (state is not None and not np.isfinite(state.f)):
+            run.rewind(at)
+            return w
+    return None
 
 
 def pegasos(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=20,
-            project=True, average=False, seed=0, eval_every=1, max_seconds=None,
+            project=True, average=False, seed=0, eval_every=1, overlap=True, max_seconds=None,
             progress=False, checkpoint=None):
     """Pegasos: SGD with eta_t = 1 / (lam t) and, by default, the projection onto
     ||w|| <= 1 / sqrt(lam) (the paper compares it with the hinge loss). Parameters as
     :func:`sgd`."""
     return _run("pegasos", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
                 max_seconds, seed, progress, checkpoint, average, 0, False,
-                dict(learning_rate="pegasos", project=project))
+                dict(learning_rate="pegasos", project=project), overlap)
 
 
 AVERAGE = Option("average", bool, False, "sgd / pegasos: averaged iterate", "--average")
@@ -385,12 +440,12 @@ RECORDS = (
                         "bit; not with --intercept", "--hogwild"),
                  SEED,
                  Option("eval_every", int, 1, "evaluate the objective every this many epochs"),
-                 MAX_SECONDS)),
+                 OVERLAP, MAX_SECONDS)),
     SolverRecord(
         "pegasos", pegasos, "stochastic", takes_checkpoint=True, takes_kink=True,
         options=(Option("project", bool, True, "project w onto the ball of radius "
                         "1 / sqrt(lam) after each step"),
                  AVERAGE, SEED,
                  Option("eval_every", int, 1, "evaluate the objective every this many epochs"),
-                 MAX_SECONDS)),
+                 OVERLAP, MAX_SECONDS)),
 )

@@ -12,9 +12,10 @@ threshold (see :func:`~streamssvm.solvers.common.stopping_threshold`).
 """
 
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from .._progress import log_iteration, progress_bar
@@ -35,6 +36,33 @@ def epoch_source(name, objective):
     if objective.sample_weight is not None:
         raise ValueError(registry.no_row_weights())
     return plan
+
+
+class Evaluations:
+    """Runs a stochastic solver's evaluations: with ``overlap``, in one worker thread on
+    one numba thread, beside the next epoch on the other core (numba's kernels release the
+    GIL; the kernels cut their sums into the objective's ``n_threads`` ranges whatever runs
+    them, so the results are those of the calling thread); else where they are asked for.
+    """
+
+    def __init__(self, overlap, name="evaluation"):
+        self.pool = ThreadPoolExecutor(1, f"{name}-evaluation", numba.set_num_threads,
+                                       (1,)) if overlap else None
+
+    def submit(self, fn, *args):
+        """A Future of ``fn(*args)``."""
+        if self.pool is not None:
+            return self.pool.submit(fn, *args)
+        done = Future()
+        done.set_result(fn(*args))
+        return done
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.pool is not None:
+            self.pool.shutdown()
 
 
 def saved_array(arrays, name, shape, damaged):
