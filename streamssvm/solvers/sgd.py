@@ -35,6 +35,7 @@ from .._names import named
 from .._progress import closing_bars
 from ..kernels import stochastic as sk
 from ..kernels import threadsafe_parallel
+from ..kernels._twins import SERIAL_BELOW
 from ..losses._scalar import derivatives_with_params
 from .common import check_step
 from .registry import MAX_SECONDS, OVERLAP, SEED, STEP, Option, SolverRecord
@@ -317,9 +318,10 @@ def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
     eval_every : int
         Evaluate the objective (one pass) every this many epochs; 0: only at the end.
     overlap : bool
-        When the data is held in memory, the steps run on one thread (no ``delay``, no
-        ``hogwild``), there is no checkpoint and numba's threading layer runs parallel
-        kernels from two threads (omp, tbb), evaluate each epoch's w on a worker thread
+        When the data is held in memory and not tiny (the parallel kernels' threshold,
+        :data:`~streamssvm.kernels._twins.SERIAL_BELOW`), the steps run on one thread (no
+        ``delay``, no ``hogwild``), there is no checkpoint and numba's threading layer runs
+        parallel kernels from two threads (omp, tbb), evaluate each epoch's w on a worker thread
         beside the next epoch, collected when the next evaluation is due (the last
         epoch's on every thread). When an
         evaluation stops the run, the epochs swept after it are undone: the result, the
@@ -359,9 +361,12 @@ def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
     # the epochs do), with the second core free (no delay, no Hogwild), no checkpoint
     # (whose epoch's arrays would be overwritten by the epoch after it), and a threading
     # layer that runs parallel kernels from two threads at once (other runs in lockstep
-    # may launch theirs while the evaluation runs)
+    # may launch theirs while the evaluation runs); and not on data so small that handing
+    # an evaluation to another thread costs more than it (the parallel kernels' threshold)
     overlap = (overlap and eval_every and not (delay or hogwild) and checkpoint is None
-               and data.hold_rows() and threadsafe_parallel())
+               and data.hold_rows()  # before the nonzeros, which a row subset counts once
+               and objective.source.nnz + objective.n_samples >= SERIAL_BELOW
+               and threadsafe_parallel())
     with Evaluations(overlap, name) as evaluations:
         # epochs swept, not yet recorded: (EpochEnd, w, steps, Future of its evaluation or
         # None); the passes made, an evaluation's counted once submitted (its thread counts
