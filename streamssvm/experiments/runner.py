@@ -115,8 +115,8 @@ def paper_methods(sigma, gamma=None, pegasos_solver="pegasos", sifs_solver="tron
     Parameters
     ----------
     sigma : float
-        Width of psi_G and psi_M (the paper: 2^-6 news20, 2^-1 real-sim, 2^-3 rcv1, read
-        off its sweep).
+        Width of psi_G and psi_M (the paper takes each data set's from its sigma sweep,
+        section 5).
     gamma : float, optional
         Width of SIFS's smoothed hinge l_gamma (default ``sigma``; the paper does not give
         it). SIFS itself (Zhang et al. 2017) adds an L1 term and screens features and

@@ -318,15 +318,14 @@ def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
     eval_every : int
         Evaluate the objective (one pass) every this many epochs; 0: only at the end.
     overlap : bool
-        When the data is held in memory and not tiny (the parallel kernels' threshold,
+        Evaluate each epoch's w on a worker thread beside the next epoch, collected when
+        the next evaluation is due (the last epoch's on every thread): when the data is
+        held in memory and not tiny (the parallel kernels' threshold,
         :data:`~streamssvm.kernels._twins.SERIAL_BELOW`), the steps run on one thread (no
-        ``delay``, no ``hogwild``), there is no checkpoint and numba's threading layer runs
-        parallel kernels from two threads (omp, tbb), evaluate each epoch's w on a worker thread
-        beside the next epoch, collected when the next evaluation is due (the last
-        epoch's on every thread). When an
-        evaluation stops the run, the epochs swept after it are undone: the result, the
-        history and the epochs are those of the run without overlap (the passes count the
-        sweeps made beside it too).
+        ``delay``, no ``hogwild``), there is no checkpoint, and numba's threading layer
+        runs parallel kernels from two threads (omp, tbb). When an evaluation stops the
+        run, the epochs swept after it are undone: the result, the history and the epochs
+        are those of the run without overlap (the passes count the sweeps made beside it).
     max_seconds : float, optional
     progress : bool or str
     checkpoint : Checkpoint, optional
@@ -391,7 +390,8 @@ def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
                 continue
             pending.append((run.epoch_end(passes), w, state.steps,
                             evaluations.submit(objective.evaluate, w, False) if due else None))
-            passes += due
+            if due:
+                passes += 1
         if stop is None:
             stop = _collect(run, pending)
     return run.result(state.weights() if stop is None else stop)
