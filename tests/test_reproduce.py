@@ -22,10 +22,11 @@ from streamssvm.data import InMemorySource, RowSubset, Store, write_store
 from streamssvm import train_stream
 from streamssvm.experiments import (FoldData, Plateau, Settings, chosen_sigma, fitted_order,
                                     make_folds, observed_orders, partition_labels, read_json,
-                                    render_markdown, render_page, run_convergence,
+                                    paper_methods, render_markdown, render_page,
+                                    run_convergence, run_methods, run_sigma_sweep,
                                     summarize_results, train_and_score, train_to_plateau)
 from streamssvm.experiments import runner
-from streamssvm.experiments.runner import accepted_history, tight_solution
+from streamssvm.experiments.runner import accepted_history, best_hinge_objectives, tight_solution
 from streamssvm.experiments.report import (RESULTS_VERSION, comparison_tables, mean_std,
                                            summarize)
 from streamssvm.objective import SmoothSVMObjective
@@ -195,6 +196,53 @@ def test_convergence_times_a_run_in_which_numba_compiled_nothing(store_path, mon
             h["grad_norm"] for h in accepted_history(result.history)]
 
 
+TIMES = ("seconds", "solver_seconds")
+
+
+def untimed(runs):
+    """Runs without their wall times (nor a convergence history's)."""
+    out = []
+    for run in runs:
+        run = {k: v for k, v in run.items() if k not in TIMES}
+        if "history" in run:
+            run["history"] = [{k: v for k, v in h.items() if k not in TIMES}
+                              for h in run["history"]]
+        out.append(run)
+    return out
+
+
+def test_folds_in_processes_run_as_one_after_another(store_path):
+    """jobs = 2 spreads the folds (and the convergence losses) over two processes on one
+    kernel thread each: every run the same as in this process on one thread, in order."""
+    folds = make_folds(N_ROWS, n_partitions=1, n_parts=3, seed=0)
+    settings = Settings(lam=1e-3, max_iter=50, epochs=5)
+    methods = [m for m in paper_methods(2.0 ** -3) if m.loss in ("psi_g", "hinge")]
+    plateau = Plateau(chunk=2, max_epochs=4)
+    found = {}
+    threads = numba.get_num_threads()
+    with Store(store_path) as store:
+        for jobs in (1, 2):
+            numba.set_num_threads(1)  # as in a worker: the same ranges, the same sums
+            try:
+                sweep = run_sigma_sweep(store, folds, settings, log2_sigmas=(-10, 0),
+                                        jobs=jobs)
+                found[jobs] = dict(
+                    sweep=sweep,
+                    methods=run_methods(store, folds, methods, settings, plateau,
+                                        best_hinge_objectives(sweep), jobs=jobs),
+                    convergence=run_convergence(store, [("psi_g", 2.0 ** -3), ("logistic", None)],
+                                                settings, max_iter=10, jobs=jobs))
+            finally:
+                numba.set_num_threads(threads)
+    for part, runs in found[1].items():
+        assert untimed(found[2][part]) == untimed(runs), part
+    assert [r["fold"] for r in found[2]["methods"]] == [f.digest for f in folds for _ in methods]
+    assert {r["solver"] for r in found[2]["sweep"]} >= {"sdca", "tron"}
+    with pytest.raises(ValueError, match="needs a Store"):
+        run_sigma_sweep(InMemorySource(*load_shared("a9a", n_rows=100)), folds[:1], settings,
+                        jobs=2)
+
+
 def test_the_distances_are_to_a_tight_solution(store_path):
     settings = Settings(lam=1e-3)
     with Store(store_path) as store:
@@ -319,11 +367,11 @@ def test_the_quick_run_is_the_small_protocol(tool_output):
     out, reproduce, _ = tool_output
     results = read_json(out / "a9a.json")
     figures = ["a9a-convergence.png", "a9a-sweep.png"] if (out / "a9a-sweep.png").exists() else []
-    assert sorted(os.listdir(out)) == sorted(figures + ["a9a.json", "a9a.log", "a9a.md",
-                                                        "all.json", "tables.md"])
+    assert sorted(os.listdir(out)) == sorted(figures + ["a9a.json", "a9a.md", "all.json",
+                                                        "tables.md"])
     run = json.loads((out / "all.json").read_text())
-    assert run["jobs"] == 1 and run["datasets"] == ["a9a"] and run["wall_seconds"] > 0
-    assert "wrote" in (out / "a9a.log").read_text()  # the run's log, from its own process
+    assert run["jobs"] == 2 and run["datasets"] == ["a9a"] and run["wall_seconds"] > 0
+    assert results["environment"]["processes"] == 2
     p = results["protocol"]
     assert (p["n_partitions"], p["n_parts"], p["lam"]) == (1, 3, 1e-3)
     assert results["sweep"]["log2_sigmas"] == reproduce.QUICK["log2_sigmas"]
@@ -420,7 +468,7 @@ def test_the_cold_sweep_starts_every_sigma_from_zero(tool_output):
             at_zero = SmoothSVMObjective(train, loss, 1e-3, sigma=2.0 ** s).evaluate(
                 np.zeros(store.n_features))
             assert r["grad_norm_start"] == pytest.approx(at_zero.grad_norm, rel=1e-12)
-        # on one kernel thread, as the quick run's process: the same sums, the same run;
+        # on one kernel thread, as the quick run's processes: the same sums, the same run;
         # the cold runs by auto's choice, the warm path's first width by TRON from 0
         fit = functools.partial(train_stream, train, lam=1e-3, tol=0.0, abs_tol=1e-3,
                                 max_iter=30, progress=False, n_threads=1)
@@ -537,7 +585,7 @@ def test_the_page_is_rendered_from_the_json_around_its_prose(tool_output, tmp_pa
     run = json.loads((out / "all.json").read_text())
     assert text == render_page(PAGE, [results], run, "stores/quick")
     assert "stale" not in text
-    assert (f"The whole reproduction (`all`, 1 data set at a time): "
+    assert (f"The whole reproduction (`all --jobs 2`: each data set's folds 2 at a time): "
             f"{run['wall_seconds'] / 60:.1f} min of wall time") in text
     for prose in ("# Results\n\nProse the render keeps.\n\n<!-- BEGIN datasets -->\n",
                   "<!-- END datasets -->\n\nMore prose.\n\n", "<!-- END convergence-figures -->\n"
@@ -640,12 +688,13 @@ def test_all_refuses_an_unknown_data_set_and_passes_options_to_run(tmp_path, cap
     assert "argument --sweep-max-iter: must be >= 1, got 0" in capsys.readouterr().err
     assert not (tmp_path / "stores").exists()
     out = tmp_path / "out"
-    with pytest.raises(SystemExit, match=r"failed: a9a \(exit 2, see .*a9a.log\)"):
+    with pytest.raises(SystemExit) as exc:  # with --jobs too: before any process starts
         reproduce.main(["all", "--quick", "--jobs", "2", "--data-dir", str(tmp_path / "data"),
                         "--out-dir", str(out), "--store-dir", str(tmp_path / "stores"), "--",
                         "--sweep-max-iter", "0"])
-    assert "argument --sweep-max-iter: must be >= 1, got 0" in (out / "a9a.log").read_text()
-    assert os.listdir(out) == ["a9a.log"]
+    assert exc.value.code == 2
+    assert "argument --sweep-max-iter: must be >= 1, got 0" in capsys.readouterr().err
+    assert not out.exists() and not (tmp_path / "stores").exists()
 
 
 def test_a_converted_store_is_reused_only_for_the_same_text(a9a, tmp_path, make_svmlight):

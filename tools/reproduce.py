@@ -4,7 +4,7 @@ Subcommands:
 
 ``all``
     The whole reproduction on a9a, w8a, ijcnn1, the news20 rebuild and the synthetic set
-    (one after another, or --jobs at a time), then ``report`` and the blocks of
+    (one after another, each with --jobs), then ``report`` and the blocks of
     docs/RESULTS.md again.
     ``--quick``: a9a alone, on a small protocol, into a scratch folder (the test suite's).
 
@@ -163,7 +163,9 @@ def run(args):
                              for f in folds]),
         environment=dict(streamssvm=__version__, python=platform.python_version(),
                          numpy=np.__version__, numba=numba.__version__,
-                         threads=numba.get_num_threads(), cpus=os.cpu_count()),
+                         processes=args.jobs,
+                         threads=1 if args.jobs > 1 else numba.get_num_threads(),
+                         cpus=os.cpu_count()),
         command=" ".join(["python", "tools/reproduce.py", *sys.argv[1:]]),
         timings={})
     parts = args.only or PARTS
@@ -185,7 +187,7 @@ def run(args):
                   f"2^{max(log2_sigmas)} down to 2^{min(log2_sigmas)}, each started at the "
                   "previous solution."),
             runs=run_sigma_sweep(store, used, sweep_settings, log2_sigmas=log2_sigmas,
-                                 cold_solver=args.sweep_solver, log=log))
+                                 cold_solver=args.sweep_solver, log=log, jobs=args.jobs))
         summarize_results(results)
         if sigma_log2 is None:
             sigma_log2, sigma_from = chosen_sigma(results["sweep"]["summary"]), "sweep"
@@ -210,7 +212,7 @@ def run(args):
                   "of psi_G's solutions in the sweep on that fold."),
             runs=run_methods(store, folds[:args.methods_runs], methods, settings, plateau,
                              best_hinge_objectives(results.get("sweep", {}).get("runs", [])),
-                             log))
+                             log, jobs=args.jobs))
         results["timings"]["methods"] = time.perf_counter() - start
     if "convergence" in parts:
         start = time.perf_counter()
@@ -230,7 +232,8 @@ def run(args):
                   "L (its reductions below 1e-12 |L|): about 1 for linear convergence, 2 for "
                   "quadratic."),
             runs=run_convergence(store, losses, settings, tol=args.convergence_tol,
-                                 max_iter=args.convergence_max_iter, kappa=args.kappa, log=log))
+                                 max_iter=args.convergence_max_iter, kappa=args.kappa, log=log,
+                                 jobs=args.jobs))
         results["timings"]["convergence"] = time.perf_counter() - start
     store.close()
     os.makedirs(args.out_dir, exist_ok=True)
@@ -293,10 +296,9 @@ def report(args):
 
 
 def run_all(args, run_options):
-    """``run`` on every data set of :func:`datasets` (made first where missing), then
-    ``report`` over their results. With ``args.jobs`` > 1, the data sets run in that many
-    processes at once, largest first, each on one kernel thread (a core each, rather than
-    threads that share them), its log in OUT/NAME.log."""
+    """``run`` on every data set of :func:`datasets` (made first where missing), one after
+    another, each with ``--jobs`` (its folds that many at a time, in processes of their own),
+    then ``report`` over their results."""
     chosen = datasets(args.data_dir, args.bench_data, args.synth_rows)
     if args.quick:
         chosen = chosen[:1]
@@ -314,52 +316,17 @@ def run_all(args, run_options):
                 raise SystemExit(f"reproduce.py all: error: {path} does not exist")
             log(f"making {path}")
             subprocess.run(make, check=True, env=repo_env())
-        commands.append((name, path, ["run", path, "--name", name, "--out-dir", args.out_dir,
-                                      "--store-dir", args.store_dir, *options, *run_options]))
-    if args.jobs == 1:
-        paths = [main(command) for _, _, command in commands]
-    else:
-        paths = run_in_processes(commands, args.jobs, args.out_dir)
+        commands.append(["run", path, "--name", name, "--out-dir", args.out_dir, "--store-dir",
+                         args.store_dir, "--jobs", str(args.jobs), *options, *run_options])
+    paths = [main(command) for command in commands]
     wall = time.perf_counter() - start
     with atomic_output(os.path.join(args.out_dir, RUN_FILE), overwrite=True) as tmp:
         with open(tmp, "w") as fh:
-            json.dump(dict(wall_seconds=wall, jobs=min(args.jobs, len(commands)),
-                           datasets=[name for name, _, _ in commands]), fh, indent=1)
+            json.dump(dict(wall_seconds=wall, jobs=args.jobs,
+                           datasets=[name for name, *_ in chosen]), fh, indent=1)
     main(["report", *paths, "--out", os.path.join(args.out_dir, "tables.md"),
           *(["--page", args.page] if args.page else [])])
     log(f"all: {wall:.0f} s of wall time")
-
-
-def run_in_processes(commands, jobs, out_dir):
-    """Each ``(name, path, run's argv)`` in a process of its own, ``jobs`` at a time, the
-    largest input first; the results files, in the order of ``commands``."""
-    os.makedirs(out_dir, exist_ok=True)
-    env = dict(repo_env(), NUMBA_NUM_THREADS="1")
-    waiting = sorted(commands, key=lambda c: os.path.getsize(c[1]), reverse=True)
-    running, failed = [], []
-    while waiting or running:
-        while waiting and len(running) < jobs:
-            name, _, command = waiting.pop(0)
-            log_path = os.path.join(out_dir, f"{name}.log")
-            with open(log_path, "w") as fh:
-                process = subprocess.Popen([sys.executable, os.path.abspath(__file__), *command],
-                                           stdout=fh, stderr=subprocess.STDOUT, env=env)
-            running.append((name, log_path, process))
-            log(f"{name}: started (log {log_path})")
-        # whichever ends first frees its core for the next data set
-        done = [r for r in running if r[2].poll() is not None]
-        if not done:
-            time.sleep(0.5)
-            continue
-        for name, log_path, process in done:
-            running.remove((name, log_path, process))
-            if process.returncode:
-                failed.append(f"{name} (exit {process.returncode}, see {log_path})")
-            else:
-                log(f"{name}: done")
-    if failed:
-        raise SystemExit("reproduce.py all: error: failed: " + ", ".join(failed))
-    return [os.path.join(out_dir, f"{name}.json") for name, _, _ in commands]
 
 
 def main(argv=None):
@@ -411,6 +378,9 @@ def main(argv=None):
     p.add_argument("--convergence-tol", type=float, default=1e-12)
     p.add_argument("--convergence-max-iter", type=_positive_int, default=100)
     p.add_argument("--kappa", type=float, default=1.0)
+    p.add_argument("--jobs", type=_positive_int, default=1,
+                   help="folds (and convergence losses) at once, each in a process of its own "
+                   "on one kernel thread")
     p.add_argument("--no-plots", action="store_true")
     p.set_defaults(func=run)
     p = all_parser = sub.add_parser(
@@ -428,7 +398,7 @@ def main(argv=None):
     p.add_argument("--store-dir", default=os.path.join(ROOT, "bench-data", "reproduce"))
     p.add_argument("--page", help="default docs/RESULTS.md (--quick: none)")
     p.add_argument("--jobs", type=_positive_int, default=1,
-                   help="data sets at once, each in a process on one kernel thread")
+                   help="run's --jobs for every data set (the data sets one after another)")
     p.add_argument("--synth-rows", type=_positive_int, default=SYNTH_ROWS,
                    help="rows of the synthetic set (made if missing; its file name says them)")
     p.add_argument("--no-plots", action="store_true")

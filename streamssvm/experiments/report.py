@@ -383,9 +383,9 @@ def datasets_table(results_list, run=None):
                      f"{sum(r.get('timings', {}).values()) / 60:.1f} min"])
     total = sum(sum(r.get("timings", {}).values()) for r in results_list)
     whole = (f"Summed over the data sets: {total / 60:.1f} min." if run is None else
-             f"The whole reproduction (`all`, {run['jobs']} data set"
-             f"{'s' if run['jobs'] > 1 else ''} at a time): {run['wall_seconds'] / 60:.1f} "
-             f"min of wall time; summed over the data sets: {total / 60:.1f} min.")
+             f"The whole reproduction (`all --jobs {run['jobs']}`: each data set's folds "
+             f"{run['jobs']} at a time): {run['wall_seconds'] / 60:.1f} min of wall time; "
+             f"summed over the data sets: {total / 60:.1f} min.")
     return _table(["data set", "rows x features", "nonzeros", "sigma (methods)", "methods",
                    "sweep", "convergence", "passes", "wall time"], rows) + "\n\n" + whole
 

@@ -9,18 +9,21 @@ and summarised by anything that reads JSON.
 
 import functools
 import math
+import multiprocessing
 import os
 import tempfile
 import time
 import warnings
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 
+import numba
 import numpy as np
 from numba.core import event as numba_event
 from threadpoolctl import threadpool_limits
 
 from ..api import train_stream
-from ..data import InMemorySource, RowSubset
+from ..data import InMemorySource, RowSubset, Store
 from ..objective import SmoothSVMObjective
 from ..solvers import SOLVERS, STOCHASTIC, ConvergenceWarning
 from .protocol import Fold
@@ -301,14 +304,77 @@ def best_hinge_objectives(sweep_runs):
     return best
 
 
+def _each(calls, jobs):
+    """``function(*args)`` of each ``(function, args)`` of ``calls``, yielded in order as each
+    ends: one after another here (``jobs`` 1), or in ``jobs`` processes at once, spawned (a
+    fork would copy numba's threads and the open HDF5 files) and each on one kernel thread
+    (a core each, rather than threads that share them). A worker opens a store it is given
+    by its path once (:func:`_opened`)."""
+    if jobs == 1:
+        for function, args in calls:
+            yield function(*args)
+        return
+    with ProcessPoolExecutor(min(jobs, len(calls)), multiprocessing.get_context("spawn"),
+                             initializer=numba.set_num_threads, initargs=(1,)) as pool:
+        futures = [pool.submit(function, *args) for function, args in calls]
+        try:
+            for future in futures:
+                yield future.result()
+        finally:  # an error or an interrupt: the folds not started are not run
+            for future in futures:
+                future.cancel()
+
+
+_STORES = {}  # a worker's stores, by path
+_WARM = set()  # the fold jobs this process has warmed up for
+
+
+def _opened(source):
+    """``source``, or the store at the path ``source`` (opened once per process)."""
+    if not isinstance(source, str):
+        return source
+    if source not in _STORES:
+        _STORES[source] = Store(source)
+    return _STORES[source]
+
+
+def _shared(source, jobs):
+    """What :func:`_each`'s calls are given for ``source``: a store's path for worker
+    processes (each opens its own), else ``source`` itself."""
+    if jobs == 1:
+        return source
+    if not isinstance(source, Store):
+        raise ValueError(f"jobs = {jobs} needs a Store, which each process opens by its path; "
+                         f"got {type(source).__name__}")
+    return source.path
+
+
+def _on_fold(job, source, fold, *args):
+    """``job(data, first, *args)`` on ``fold`` of ``source`` (read once, :class:`FoldData`);
+    ``first``: whether this process has not run ``job`` before (it warms up first, so that
+    numba's compiling is not timed)."""
+    first = job not in _WARM
+    _WARM.add(job)
+    return job(FoldData.read(_opened(source), fold), first, *args)
+
+
+def _fold_calls(job, source, folds, jobs, *args):
+    """:func:`_each`'s calls of ``job`` on every fold, the first of them a warm-up here too."""
+    _WARM.discard(job)
+    shared = _shared(source, jobs)
+    return [(_on_fold, (job, shared, fold, *args)) for fold in folds]
+
+
 def run_methods(source, folds, methods, settings, plateau=Plateau(), hinge_reference=None,
-                log=None):
+                log=None, jobs=1):
     """Every method on every fold; stochastic solvers to ``plateau``.
 
     Parameters
     ----------
     hinge_reference : dict, optional
         :func:`best_hinge_objectives` of a sweep on the same folds.
+    jobs : int
+        Folds at once, in processes of their own (``source`` then a Store).
 
     Returns
     -------
@@ -321,37 +387,43 @@ def run_methods(source, folds, methods, settings, plateau=Plateau(), hinge_refer
         objective minus the sweep's lowest, and where that was.
     """
     hinge_reference = hinge_reference or {}
-    runs, hinge_at_psi_g = [], {}
-    for i, fold in enumerate(folds):
-        data = FoldData.read(source, fold)
-        if i == 0:
-            warm_up(data, methods, settings)
-        for m in methods:
-            if m.solver in STOCHASTIC:
-                model, run = train_to_plateau(data, m.loss, settings, plateau, m.solver,
-                                              **m.options)
-            else:
-                model, run = train_and_score(data, m.loss, settings, m.sigma, m.solver,
-                                             **m.options)
-            if m.loss == "psi_g":
-                run["hinge_objective"] = hinge_at_psi_g[fold.digest] = hinge_objective(
-                    data, settings, model)
-            if m.loss == "hinge" and fold.digest in hinge_at_psi_g:
-                run["gap_to_psi_g"] = run["objective"] - hinge_at_psi_g[fold.digest]
-            if m.loss == "hinge" and fold.digest in hinge_reference:
-                best = hinge_reference[fold.digest]
-                run["gap_to_best_psi_g"] = run["objective"] - best["hinge_objective"]
-                run["best_psi_g_log2_sigma"] = best["log2_sigma"]
-            runs.append(dict(method=m.method, losses=m.losses, loss=m.loss, sigma=m.sigma,
-                             solver=m.solver, **run))
-            if log:
-                log(f"{m.key} fold {fold.partition}.{fold.part}: test "
-                    f"{run['test_accuracy']:.4f} in {run['seconds']:.2f} s")
+    runs = []
+    calls = [(function, args + (hinge_reference.get(fold.digest),)) for fold, (function, args)
+             in zip(folds, _fold_calls(_methods_on_fold, source, folds, jobs, methods, settings,
+                                       plateau))]
+    for fold_runs in _each(calls, jobs):
+        runs += fold_runs
+        if log:
+            for run in fold_runs:
+                log(f"{run['method']} {run['losses']} fold {run['partition']}.{run['part']}: "
+                    f"test {run['test_accuracy']:.4f} in {run['seconds']:.2f} s")
+    return runs
+
+
+def _methods_on_fold(data, first, methods, settings, plateau, best):
+    """:func:`run_methods` on one fold; ``best``: the fold's entry of ``hinge_reference``."""
+    if first:
+        warm_up(data, methods, settings)
+    runs, hinge_at_psi_g = [], None
+    for m in methods:
+        if m.solver in STOCHASTIC:
+            model, run = train_to_plateau(data, m.loss, settings, plateau, m.solver, **m.options)
+        else:
+            model, run = train_and_score(data, m.loss, settings, m.sigma, m.solver, **m.options)
+        if m.loss == "psi_g":
+            run["hinge_objective"] = hinge_at_psi_g = hinge_objective(data, settings, model)
+        if m.loss == "hinge" and hinge_at_psi_g is not None:
+            run["gap_to_psi_g"] = run["objective"] - hinge_at_psi_g
+        if m.loss == "hinge" and best is not None:
+            run["gap_to_best_psi_g"] = run["objective"] - best["hinge_objective"]
+            run["best_psi_g_log2_sigma"] = best["log2_sigma"]
+        runs.append(dict(method=m.method, losses=m.losses, loss=m.loss, sigma=m.sigma,
+                         solver=m.solver, **run))
     return runs
 
 
 def run_sigma_sweep(source, folds, settings, losses=SWEEP_LOSSES, log2_sigmas=SWEEP_LOG2_SIGMAS,
-                    starts=("cold", "warm"), cold_solver="auto", log=None):
+                    starts=("cold", "warm"), cold_solver="auto", log=None, jobs=1):
     """Train and test accuracy of each loss at each sigma on every fold, to the settings'
     rule.
 
@@ -364,6 +436,8 @@ def run_sigma_sweep(source, folds, settings, losses=SWEEP_LOSSES, log2_sigmas=SW
     of the previous width (continuation; at a small sigma the rule is then often met at
     once, so this path shows where the rule stops, not the problem's solution).
 
+    ``jobs``: folds at once, in processes of their own (``source`` then a Store).
+
     Returns
     -------
     list of dict
@@ -372,33 +446,40 @@ def run_sigma_sweep(source, folds, settings, losses=SWEEP_LOSSES, log2_sigmas=SW
         ``hinge_objective`` (:func:`hinge_objective`, for :func:`best_hinge_objectives`).
     """
     order = sorted(log2_sigmas, reverse=True)
-    solvers = {"cold": cold_solver, "warm": "tron"}
-    # every solver each start may run: auto's choice changes with the width
     runs = []
-    for i, fold in enumerate(folds):
-        data = FoldData.read(source, fold)
-        if i == 0:  # every solver each start may run: auto's choice changes with the width
-            warm_up(data, [Method("", "", loss, 2.0 ** width, solvers[start])
-                           for loss in losses for start in starts
-                           for width in {order[0], order[-1]}], settings)
-        for loss in losses:
-            for start in starts:
-                solver, w = solvers[start], None
-                options = dict(forcing="constant", xi=PAPER_XI) if solver == "tron" else {}
-                for log2_sigma in order:
-                    model, run = train_and_score(data, loss, settings, 2.0 ** log2_sigma,
-                                                 solver, w0=w, **options)
-                    if start == "warm":
-                        w = model_weights(model)
-                    if loss == "psi_g":
-                        run["hinge_objective"] = hinge_objective(data, settings, model)
-                    runs.append(dict(loss=loss, start=start, log2_sigma=log2_sigma,
-                                     solver=model.params["solver"], **run))
-                    if log:
-                        log(f"{loss} {start} sigma 2^{log2_sigma} fold {fold.partition}."
-                            f"{fold.part}: train {run['train_accuracy']:.4f} test "
-                            f"{run['test_accuracy']:.4f} ({model.params['solver']} "
-                            f"{run['n_iter']} it, {run['seconds']:.2f} s)")
+    for fold_runs in _each(_fold_calls(_sweep_on_fold, source, folds, jobs, settings, losses,
+                                       order, starts, cold_solver), jobs):
+        runs += fold_runs
+        if log:
+            for run in fold_runs:
+                log(f"{run['loss']} {run['start']} sigma 2^{run['log2_sigma']} fold "
+                    f"{run['partition']}.{run['part']}: train {run['train_accuracy']:.4f} "
+                    f"test {run['test_accuracy']:.4f} ({run['solver']} {run['n_iter']} it, "
+                    f"{run['seconds']:.2f} s)")
+    return runs
+
+
+def _sweep_on_fold(data, first, settings, losses, order, starts, cold_solver):
+    """:func:`run_sigma_sweep` on one fold, the widths in ``order``."""
+    solvers = {"cold": cold_solver, "warm": "tron"}
+    if first:  # every solver each start may run: auto's choice changes with the width
+        warm_up(data, [Method("", "", loss, 2.0 ** width, solvers[start])
+                       for loss in losses for start in starts
+                       for width in {order[0], order[-1]}], settings)
+    runs = []
+    for loss in losses:
+        for start in starts:
+            solver, w = solvers[start], None
+            options = dict(forcing="constant", xi=PAPER_XI) if solver == "tron" else {}
+            for log2_sigma in order:
+                model, run = train_and_score(data, loss, settings, 2.0 ** log2_sigma,
+                                             solver, w0=w, **options)
+                if start == "warm":
+                    w = model_weights(model)
+                if loss == "psi_g":
+                    run["hinge_objective"] = hinge_objective(data, settings, model)
+                runs.append(dict(loss=loss, start=start, log2_sigma=log2_sigma,
+                                 solver=model.params["solver"], **run))
     return runs
 
 
@@ -545,7 +626,8 @@ def tight_solution(source, loss, sigma, settings, max_iter=200):
                         distance_floor=float(np.linalg.norm(d2)))
 
 
-def run_convergence(source, losses, settings, tol=1e-12, max_iter=100, kappa=1.0, log=None):
+def run_convergence(source, losses, settings, tol=1e-12, max_iter=100, kappa=1.0, log=None,
+                    jobs=1):
     """TRON on the whole data set with the forcing term xi_t = 0.1 and xi_t = min(0.1,
     kappa ||grad L(w_t)||) (the paper's Theorem 4: Q-linear and quadratic convergence of
     ||w_t - w*||), with w* from :func:`tight_solution`.
@@ -560,6 +642,8 @@ def run_convergence(source, losses, settings, tol=1e-12, max_iter=100, kappa=1.0
     tol : float
     max_iter : int
     kappa : float
+    jobs : int
+        Losses at once, in processes of their own (``source`` then a Store).
 
     Returns
     -------
@@ -569,9 +653,25 @@ def run_convergence(source, losses, settings, tol=1e-12, max_iter=100, kappa=1.0
         ``message``, ``w_star`` (:func:`tight_solution`'s record), ``history`` (see
         :func:`accepted_history`, with ``distance`` = ||w_t - w*||).
     """
-    tron = SOLVERS["tron"]
+    shared = _shared(source, jobs)
+    runs = []
+    for loss_runs in _each([(_converge, (shared, loss, sigma, settings, tol, max_iter, kappa))
+                            for loss, sigma in losses], jobs):
+        for run in loss_runs:
+            summary = run.pop("summary")
+            runs.append(run)
+            if log:
+                log(f"convergence {run['loss']} {run['forcing']}: {summary}")
+    return runs
 
-    def fit(loss, sigma, w_star, forcing):
+
+def _converge(source, loss, sigma, settings, tol, max_iter, kappa):
+    """:func:`run_convergence` of one loss."""
+    source = _opened(source)
+    tron = SOLVERS["tron"]
+    w_star, star = tight_solution(source, loss, sigma, settings)
+
+    def fit(forcing):
         objective = DistanceRecorder(source, loss, settings.lam, w_star, sigma=sigma,
                                      fit_intercept=settings.fit_intercept)
         # as train_stream runs a solver: BLAS's threads would spin on the kernels' cores
@@ -580,23 +680,20 @@ def run_convergence(source, losses, settings, tol=1e-12, max_iter=100, kappa=1.0
                                    xi=PAPER_XI, kappa=kappa)
 
     runs = []
-    for loss, sigma in losses:
-        w_star, star = tight_solution(source, loss, sigma, settings)
-        for forcing in ("constant", "quadratic"):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)  # the floor is the aim
-                (objective, result), seconds = timed_without_compiling(
-                    functools.partial(fit, loss, sigma, w_star, forcing))
-            if len(objective.points) != len(result.history) or any(
-                    h["accepted"] and h["f"] != f
-                    for h, (f, _) in zip(result.history, objective.points)):
-                raise RuntimeError("TRON's evaluations do not match its history")
-            runs.append(dict(loss=loss, sigma=sigma, forcing=forcing, xi=PAPER_XI, kappa=kappa,
-                             seconds=seconds, message=result.message, w_star=star,
-                             history=accepted_history(result.history,
-                                                      [d for _, d in objective.points])))
-            if log:
-                log(f"convergence {loss} {forcing}: {result.n_iter} it, ||grad|| "
-                    f"{result.grad_norm:.3g}, ||w - w*|| {objective.points[-1][1]:.3g} "
-                    f"({result.message})")
+    for forcing in ("constant", "quadratic"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # the floor is the aim
+            (objective, result), seconds = timed_without_compiling(
+                functools.partial(fit, forcing))
+        if len(objective.points) != len(result.history) or any(
+                h["accepted"] and h["f"] != f
+                for h, (f, _) in zip(result.history, objective.points)):
+            raise RuntimeError("TRON's evaluations do not match its history")
+        runs.append(dict(loss=loss, sigma=sigma, forcing=forcing, xi=PAPER_XI, kappa=kappa,
+                         seconds=seconds, message=result.message, w_star=star,
+                         history=accepted_history(result.history,
+                                                  [d for _, d in objective.points]),
+                         summary=f"{result.n_iter} it, ||grad|| {result.grad_norm:.3g}, "
+                                 f"||w - w*|| {objective.points[-1][1]:.3g} "
+                                 f"({result.message})"))
     return runs
