@@ -157,6 +157,27 @@ def test_sdca_dual_never_decreases(data, overlap):
     assert dual[-1] > dual[0]
 
 
+def test_no_evaluation_beside_the_sweeps_on_one_kernel_thread(data):
+    """overlap asks for a thread beside the sweeps; with n_threads=1 (one core, or a process
+    per core) there is none to spare: SDCA evaluates every epoch, as without overlap, and
+    SGD stopping early sweeps no epoch beyond its stopping one."""
+    def objective(loss, threads):
+        return SmoothSVMObjective(_source(data), loss, LAM, n_threads=threads)
+
+    for threads, beside in ((1, False), (2, True)):
+        result = sdca(objective("psi_g", threads), tol=0.0, max_iter=5, gap_tol=0.0,
+                      eval_every=1)
+        assert [h["iteration"] for h in result.history if "f" in h] == (
+            [0, 3, 4, 5] if beside else [0, 1, 2, 3, 4, 5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        runs = {(threads, overlap): SOLVERS["sgd"](objective("hinge", threads), max_iter=30,
+                                                   tol=0.3, overlap=overlap)
+                for threads in (1, 2) for overlap in (True, False)}
+    assert runs[1, True].n_iter == runs[1, False].n_iter < 30
+    assert runs[1, True].passes == runs[1, False].passes < runs[2, True].passes
+
+
 def _sdca_losses():
     return [name for name in LOSS_NAMES if get_loss(name).conjugate_domain is not None]
 

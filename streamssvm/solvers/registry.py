@@ -271,6 +271,7 @@ STEP = Option("step", float, None, "saga / svrg step size (default 1/(3 or 4 L_m
               "eta0 of the constant or invscaling schedule", "--step", check_step,
               "a positive finite number")
 OVERLAP = Option("overlap", bool, True, "sdca / sgd / pegasos: evaluate beside the next "
-                 "epoch when the data is held in memory")
+                 "epoch when the data is held in memory and the kernels have two threads "
+                 "or more")
 MEMORY_LIMIT = Option("memory_limit", int, None, "bytes above which the vectors of one "
                       "number per row go to a temporary file")

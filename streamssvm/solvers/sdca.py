@@ -62,7 +62,7 @@ from ..kernels import stochastic as sk
 from ..kernels import threadsafe_parallel
 from .common import start_state
 from .registry import MAX_SECONDS, MEMORY_LIMIT, OVERLAP, SEED, Option, SolverRecord
-from .stochastic import EpochRun, Evaluations, epoch_source
+from .stochastic import EpochRun, Evaluations, epoch_source, spare_thread
 
 
 def _check(objective):
@@ -122,8 +122,8 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         for the left-out ones): without that, a row settled too early would stay skipped
         for good, and the run end above the optimum.
     overlap : bool
-        When the data is held in memory, evaluate each epoch's w in a thread beside the
-        next epoch (see the module docstring).
+        When the data is held in memory and the kernels have more than one thread, evaluate
+        each epoch's w in a thread beside the next epoch (see the module docstring).
     max_seconds : float, optional
     memory_limit : int, optional
         Bytes above which the dual variables go to a temporary file.
@@ -143,7 +143,7 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         raise ValueError(f"gap_tol must be >= 0 or None, got {gap_tol}")
     if not (isinstance(inner_epochs, (int, np.integer)) and inner_epochs >= 1):
         raise ValueError(f"inner_epochs must be an integer >= 1, got {inner_epochs!r}")
-    overlap = overlap and data.hold_rows()
+    overlap = overlap and spare_thread(objective) and data.hold_rows()
     with Evaluations(overlap, "sdca") as evaluations:
         if overlap and threadsafe_parallel():
             # the transpose beside the first epochs (an evaluation meanwhile, as at a w0,

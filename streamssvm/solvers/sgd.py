@@ -39,7 +39,7 @@ from ..kernels._twins import SERIAL_BELOW
 from ..losses._scalar import derivatives_with_params
 from .common import check_step
 from .registry import MAX_SECONDS, OVERLAP, SEED, STEP, Option, SolverRecord
-from .stochastic import EpochRun, Evaluations, epoch_source, saved_array
+from .stochastic import EpochRun, Evaluations, epoch_source, saved_array, spare_thread
 
 SCHEDULES = {"optimal": sk.OPTIMAL, "pegasos": sk.OPTIMAL, "constant": sk.CONSTANT,
              "invscaling": sk.INVSCALING}
@@ -321,11 +321,12 @@ def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
         Evaluate each epoch's w on a worker thread beside the next epoch, collected when
         the next evaluation is due (the last epoch's on every thread): when the data is
         held in memory and not tiny (the parallel kernels' threshold,
-        :data:`~streamssvm.kernels._twins.SERIAL_BELOW`), the steps run on one thread (no
-        ``delay``, no ``hogwild``), there is no checkpoint, and numba's threading layer
-        runs parallel kernels from two threads (omp, tbb). When an evaluation stops the
-        run, the epochs swept after it are undone: the result, the history and the epochs
-        are those of the run without overlap (the passes count the sweeps made beside it).
+        :data:`~streamssvm.kernels._twins.SERIAL_BELOW`), the kernels have more than one
+        thread, the steps run on one of them (no ``delay``, no ``hogwild``), there is no
+        checkpoint, and numba's threading layer runs parallel kernels from two threads (omp,
+        tbb). When an evaluation stops the run, the epochs swept after it are undone: the
+        result, the history and the epochs are those of the run without overlap (the passes
+        count the sweeps made beside it).
     max_seconds : float, optional
     progress : bool or str
     checkpoint : Checkpoint, optional
@@ -363,7 +364,7 @@ def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
     # may launch theirs while the evaluation runs); and not on data so small that handing
     # an evaluation to another thread costs more than it (the parallel kernels' threshold)
     overlap = (overlap and eval_every and not (delay or hogwild) and checkpoint is None
-               and data.hold_rows()  # before the nonzeros, which a row subset counts once
+               and spare_thread(objective) and data.hold_rows()  # before the nonzeros, which a row subset counts once
                and objective.source.nnz + objective.n_samples >= SERIAL_BELOW
                and threadsafe_parallel())
     with Evaluations(overlap, name) as evaluations:

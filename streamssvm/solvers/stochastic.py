@@ -38,6 +38,13 @@ def epoch_source(name, objective):
     return plan
 
 
+def spare_thread(objective):
+    """Whether a run on ``objective`` may evaluate in a thread beside its sweeps: not when
+    its kernels run on one thread (``n_threads=1``, or numba's threads set to one, as on
+    one core or in a process per core): the thread would share the sweeps' core."""
+    return objective.n_threads > 1
+
+
 class Evaluations:
     """Runs a stochastic solver's evaluations: with ``overlap``, in one worker thread on
     one numba thread, beside the next epoch on the other core (numba's kernels release the
