@@ -364,7 +364,8 @@ def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
     # may launch theirs while the evaluation runs); and not on data so small that handing
     # an evaluation to another thread costs more than it (the parallel kernels' threshold)
     overlap = (overlap and eval_every and not (delay or hogwild) and checkpoint is None
-               and spare_thread(objective) and data.hold_rows()  # before the nonzeros, which a row subset counts once
+               and spare_thread(objective)
+               and data.hold_rows()  # before the nonzeros, which a row subset counts once
                and objective.source.nnz + objective.n_samples >= SERIAL_BELOW
                and threadsafe_parallel())
     with Evaluations(overlap, name) as evaluations:
