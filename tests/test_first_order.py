@@ -221,6 +221,38 @@ def test_sdca_step_solves_its_equation_to_rounding_from_any_start(loss):
                     pytest.approx(z, rel=1e-14, abs=1e-14)
 
 
+@pytest.mark.parametrize("loss", ["psi_g", "psi_m"])
+def test_the_hinges_step_bent_into_a_narrow_bend_starts_at_the_root(loss):
+    """psi_G's and psi_M's step starts at the hinge's (alpha = clip((theta - m) / q)),
+    bent into the bend by the closed-form inverse of psi' where alpha is inside (0, 1):
+    that inverse is psi'^-1, the start tends to the root as sigma / q -> 0, and the step
+    from it is the step from anywhere else."""
+    from streamssvm.kernels.stochastic import _bend_start, _prox_margin
+    from streamssvm.losses._scalar import bend_slope_inverse
+
+    rng = np.random.default_rng(1)
+    for sigma in (2.0 ** -30, 2.0 ** -15, 2.0 ** -6, 1.0):
+        named = get_loss(f"{loss}:sigma={sigma!r}")
+        code, theta, params = named.code, named.theta, named.params
+        for b in (-0.999, -0.7, -0.5, -0.1, -1e-6):
+            a = bend_slope_inverse(code, b, sigma, theta)
+            # to the resolution of a: psi' moves by at most an ulp of a / sigma across it
+            assert abs(float(named.derivatives(np.array([a]))[1][0]) - b) <= (
+                1e-9 + np.spacing(theta) / sigma)
+        for q in (1.0, 8.8, 1e3):
+            for m in theta - q * rng.uniform(-0.5, 1.5, 30):
+                start = _bend_start(code, m, q, sigma, theta, m + 1.0)
+                if sigma * 16.0 > q:
+                    assert start == m + 1.0  # a wide bend: the row's margin
+                    continue
+                z = _prox_margin(code, m, q, sigma, theta, params, start)[0]
+                # near the root: within the bend's width, and psi_M's slope nears its ends
+                # as sigma^2 / t^2, which moves the root by up to (q sigma^2)^(1/3)
+                assert abs(start - z) <= 4.0 * (sigma + (q * sigma * sigma) ** (1 / 3))
+                assert z == pytest.approx(_prox_margin(code, m, q, sigma, theta, params,
+                                                       np.nan)[0], rel=1e-14, abs=1e-14)
+
+
 @pytest.mark.parametrize("sigma", [1.0, 2.0 ** -6, 2.0 ** -12])
 def test_sdca_step_where_the_exponential_overflows(sigma):
     """Far below the kink the exponential's psi'(m) overflows (e^1000): the bracket's far

@@ -27,7 +27,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..losses._scalar import HINGE
+from ..losses._scalar import HINGE, PSI_G, PSI_M, bend_slope_inverse
 from ..losses._scalar import conjugate_with_params as conjugate
 from ..losses._scalar import derivatives_with_params as derivatives
 from ._intrinsics import load_acquire, store_release
@@ -525,6 +525,25 @@ def _prox_margin(code, m_rest, q, sigma, theta, params, start):
 
 
 @njit(cache=True, nogil=True)
+def _bend_start(code, m_rest, q, sigma, theta, margin):
+    """Where :func:`_prox_margin` starts for psi_G and psi_M when their bend (width sigma)
+    is narrow against the step's scale q: at the hinge's answer. The hinge's step is
+    alpha = clip((theta - m_rest) / q, 0, 1) (LIBLINEAR -s 3); as sigma / q -> 0 the root
+    tends to the margin m_rest + alpha q, inside the bend where alpha is between 0 and 1
+    (psi'(z) = -alpha there: :func:`~streamssvm.losses._scalar.bend_slope_inverse`). From
+    the row's margin instead, a row in the bend (a support vector on the margin) bisected
+    its way into a bend narrower than the margin's last move; from here, Newton's steps
+    start inside it. Other losses, and a wide bend: the row's margin."""
+    if sigma * 16.0 > q or (code != PSI_G and code != PSI_M):
+        return margin
+    a = (theta - m_rest) / q
+    if not 0.0 < a < 1.0:
+        return m_rest + q * min(1.0, max(0.0, a))
+    z = bend_slope_inverse(code, -a, sigma, theta)
+    return z if math.isfinite(z) else margin
+
+
+@njit(cache=True, nogil=True)
 def _bracket(code, m_rest, q, sigma, theta, params, lo, hi):
     """The bracket of :func:`_prox_margin`'s root: ``(lo, hi)`` (from the points tried)
     cut to m_rest and m_rest - q psi'(m_rest). Where that second end is far (more than
@@ -617,7 +636,8 @@ def sdca_rows(indptr, indices, data, y, order, row_start, dual, w, code, sigma, 
         if code == HINGE:
             new = min(1.0, max(0.0, (theta - m_rest) / q))
         else:  # the step's own curvature sorts out the rows in the kink's bend at no cost
-            _, slope, curv = _prox_margin(code, m_rest, q, sigma, theta, params, margin)
+            _, slope, curv = _prox_margin(code, m_rest, q, sigma, theta, params,
+                                          _bend_start(code, m_rest, q, sigma, theta, margin))
             new = -min(max(slope, lowest), highest)
         z = m_rest + new * q
         reach = abs(margin - last[row_start + i])  # since its last step: NaN before one

@@ -401,6 +401,20 @@ def _slope_inverse(code, b, sigma, theta):
 
 
 @njit(cache=True, nogil=True)
+def bend_slope_inverse(code, b, sigma, theta):
+    """The a with psi'(a) = b, -1 < b < 0, in closed form for the hinge's smoothings of
+    width sigma: psi_G's psi' = -Phi((theta - a) / sigma), so a = theta - sigma
+    Phi^{-1}(-b); psi_M's psi' = -(1 + t / hypot(t, sigma)) / 2 with t = theta - a, so
+    t = sigma c / sqrt(1 - c^2), c = -2 b - 1. NaN for other codes."""
+    if code == PSI_G:
+        return theta - sigma * ndtri(-b)
+    if code == PSI_M:
+        c = -2.0 * b - 1.0
+        return theta - sigma * (c / math.sqrt((1.0 - c) * (1.0 + c)))
+    return math.nan
+
+
+@njit(cache=True, nogil=True)
 def _family_slope_inverse(target, params):
     """The u with G'(u) = Phi_c(u) = target on the table (as ``_slope_inverse``, in v)."""
     lo = -math.inf
