@@ -386,12 +386,9 @@ def run_methods(source, folds, methods, settings, plateau=Plateau(), hinge_refer
         with ``hinge_reference``, ``gap_to_best_psi_g`` and ``best_psi_g_log2_sigma``: its
         objective minus the sweep's lowest, and where that was.
     """
-    hinge_reference = hinge_reference or {}
     runs = []
-    calls = [(function, args + (hinge_reference.get(fold.digest),)) for fold, (function, args)
-             in zip(folds, _fold_calls(_methods_on_fold, source, folds, jobs, methods, settings,
-                                       plateau))]
-    for fold_runs in _each(calls, jobs):
+    for fold_runs in _each(_fold_calls(_methods_on_fold, source, folds, jobs, methods, settings,
+                                       plateau, hinge_reference or {}), jobs):
         runs += fold_runs
         if log:
             for run in fold_runs:
@@ -400,10 +397,11 @@ def run_methods(source, folds, methods, settings, plateau=Plateau(), hinge_refer
     return runs
 
 
-def _methods_on_fold(data, first, methods, settings, plateau, best):
-    """:func:`run_methods` on one fold; ``best``: the fold's entry of ``hinge_reference``."""
+def _methods_on_fold(data, first, methods, settings, plateau, hinge_reference):
+    """:func:`run_methods` on one fold."""
     if first:
         warm_up(data, methods, settings)
+    best = hinge_reference.get(data.fold.digest)
     runs, hinge_at_psi_g = [], None
     for m in methods:
         if m.solver in STOCHASTIC:
@@ -657,8 +655,7 @@ def run_convergence(source, losses, settings, tol=1e-12, max_iter=100, kappa=1.0
     runs = []
     for loss_runs in _each([(_converge, (shared, loss, sigma, settings, tol, max_iter, kappa))
                             for loss, sigma in losses], jobs):
-        for run in loss_runs:
-            summary = run.pop("summary")
+        for run, summary in loss_runs:
             runs.append(run)
             if log:
                 log(f"convergence {run['loss']} {run['forcing']}: {summary}")
@@ -666,7 +663,7 @@ def run_convergence(source, losses, settings, tol=1e-12, max_iter=100, kappa=1.0
 
 
 def _converge(source, loss, sigma, settings, tol, max_iter, kappa):
-    """:func:`run_convergence` of one loss."""
+    """:func:`run_convergence`'s runs of one loss, each with what the log says of it."""
     source = _opened(source)
     tron = SOLVERS["tron"]
     w_star, star = tight_solution(source, loss, sigma, settings)
@@ -689,11 +686,10 @@ def _converge(source, loss, sigma, settings, tol, max_iter, kappa):
                 h["accepted"] and h["f"] != f
                 for h, (f, _) in zip(result.history, objective.points)):
             raise RuntimeError("TRON's evaluations do not match its history")
-        runs.append(dict(loss=loss, sigma=sigma, forcing=forcing, xi=PAPER_XI, kappa=kappa,
-                         seconds=seconds, message=result.message, w_star=star,
-                         history=accepted_history(result.history,
-                                                  [d for _, d in objective.points]),
-                         summary=f"{result.n_iter} it, ||grad|| {result.grad_norm:.3g}, "
-                                 f"||w - w*|| {objective.points[-1][1]:.3g} "
-                                 f"({result.message})"))
+        runs.append((dict(loss=loss, sigma=sigma, forcing=forcing, xi=PAPER_XI, kappa=kappa,
+                          seconds=seconds, message=result.message, w_star=star,
+                          history=accepted_history(result.history,
+                                                   [d for _, d in objective.points])),
+                     f"{result.n_iter} it, ||grad|| {result.grad_norm:.3g}, ||w - w*|| "
+                     f"{objective.points[-1][1]:.3g} ({result.message})"))
     return runs
