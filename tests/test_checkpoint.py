@@ -79,6 +79,31 @@ def test_a_run_resumed_with_hold_auto_holds_the_data_as_the_checkpoints_did(data
 
 
 @pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")
+def test_a_spaced_sdca_run_resumed_with_more_epochs_keeps_its_schedule(data, tmp_path):
+    """On one thread SDCA spaces its evaluations by their history; the last epoch of a
+    shorter run is evaluated off that schedule, and a resume from it evaluates where the
+    uninterrupted run does (without shrinking, whose rows that evaluation brings back, the
+    iterates are the same too)."""
+    X, y = data
+
+    def train(max_iter, **kwargs):
+        return streamssvm.train_stream(X, y, loss="smoothed_hinge", lam=1e-3, solver="sdca",
+                                       tol=0.0, max_iter=max_iter, shrinking=False,
+                                       n_threads=1, progress=False, **kwargs)
+
+    def evaluated(model):
+        return [h["iteration"] for h in model.history if "f" in h]
+
+    straight = train(30)
+    assert evaluated(straight) == [0, 2, 6, 14, 22, 30]
+    path = tmp_path / "run.ckpt"
+    train(10, checkpoint=path, checkpoint_every=0)
+    resumed = train(30, checkpoint=path, checkpoint_every=0)
+    assert evaluated(resumed) == [0, 2, 6, 10, 14, 22, 30]
+    assert np.array_equal(resumed.coef_, straight.coef_)
+
+
+@pytest.mark.filterwarnings("ignore::streamssvm.ConvergenceWarning")
 @pytest.mark.parametrize("solver,options", [("tron", {}), ("gd", {}),
                                             ("newton", dict(hessian_sample=0.3))])
 def test_a_stopped_run_called_again_keeps_its_solver_state(data, tmp_path, solver, options):

@@ -89,8 +89,8 @@ def dual_at_zero(objective):
 
 @closing_bars()
 def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_iter=100,
-         gap_tol=None, inner_epochs=1, seed=0, eval_every=2, shrinking=True, overlap=True,
-         max_seconds=None, memory_limit=None, progress=False, checkpoint=None):
+         gap_tol=None, inner_epochs=1, seed=0, eval_every=2, spaced=True, shrinking=True,
+         overlap=True, max_seconds=None, memory_limit=None, progress=False, checkpoint=None):
     """Maximise the dual of ``objective`` by coordinate ascent; return the primal w(alpha).
 
     Parameters
@@ -116,6 +116,11 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         evaluation reads every row twice (X w, then X^T of the slopes), a sweep only the
         rows not shrunk: an evaluation costs more than a sweep, and the gap it reports
         moves little between two epochs.
+    spaced : bool
+        Without overlap, where each evaluation holds up the sweeps, space them out while
+        ||grad|| is far from the threshold (:meth:`~.stochastic.EpochRun.next_evaluation`): from
+        ``eval_every`` epochs apart to 4 ``eval_every``. With overlap they cost the sweeps
+        nothing and come every ``eval_every`` epochs.
     shrinking : bool
         Skip the rows whose step stays zero (see the module docstring). Only when rows
         come back before the last epoch (at an evaluation, or the full sweep that stands
@@ -153,7 +158,8 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         run = EpochRun("sdca", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
                        max_seconds, seed, progress, checkpoint, start,
                        divergence="its steps are exact: the data's scale against lambda "
-                                  "overflows the objective; raise lambda or scale the data")
+                                  "overflows the objective; raise lambda or scale the data",
+                       spaced=spaced and not overlap)
         # with overlap and no w0, the evaluation at 0 is made in the evaluation thread after
         # the transpose, and the evaluations of the first 2 eval_every epochs are left out:
         # they would wait for both and hold the sweeps when collected (the transpose takes
@@ -338,6 +344,8 @@ RECORDS = (
                  SEED,
                  Option("eval_every", int, 2, "evaluate P(w), its gradient and the duality gap "
                         "every this many epochs"),
+                 Option("spaced", bool, True, "without overlap, space the evaluations out "
+                        "while ||grad|| is far from the threshold (up to 4 eval_every)"),
                  Option("shrinking", bool, True, "skip the rows whose step stays zero"),
                  OVERLAP,
                  MAX_SECONDS, MEMORY_LIMIT)),

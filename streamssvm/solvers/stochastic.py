@@ -11,6 +11,7 @@ the last) the objective is evaluated at the iterate (one more pass): the history
 threshold (see :func:`~streamssvm.solvers.common.stopping_threshold`).
 """
 
+import math
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -119,8 +120,9 @@ class EpochRun:
     def __init__(self, name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
                  max_seconds, seed, progress, checkpoint=None, start=None,
                  divergence="a step too large for the data: lower the step size or its "
-                            "schedule's start"):
+                            "schedule's start", spaced=False):
         check_epochs(max_iter, eval_every)
+        self.spaced = spaced  # :meth:`due`'s spacing
         self.divergence = divergence  # what :meth:`result` says when f is not finite
         check_max_seconds(max_seconds)
         self.name, self.objective = name, objective
@@ -238,10 +240,38 @@ class EpochRun:
                         self.rng.bit_generator.state)
 
     def due(self):
-        """An evaluation is due at the end of this epoch (every ``eval_every`` epochs and at
-        the last)."""
-        last = self.epoch >= self.max_iter
-        return bool(self.eval_every and (self.epoch % self.eval_every == 0 or last))
+        """An evaluation is due at the end of this epoch: at the last, and every
+        ``eval_every`` epochs, or, ``spaced``, at :meth:`next_evaluation`."""
+        if not self.eval_every:
+            return False
+        if self.epoch >= self.max_iter:
+            return True
+        if not self.spaced:
+            return self.epoch % self.eval_every == 0
+        return self.epoch >= self.next_evaluation()
+
+    def next_evaluation(self):
+        """The next evaluated epoch of a ``spaced`` run, for when an evaluation holds up the
+        epochs (a pass of its own): the first ``eval_every`` epochs from the start; after
+        two scheduled evaluations e1 < e2, half the epochs that their rate of fall of
+        ||grad|| (linear convergence, g_k = g_0 r^k) takes to the threshold, at least
+        ``eval_every`` and at most 2 (e2 - e1) and 4 ``eval_every``. A run that meets the
+        threshold is evaluated at least as often as its rate predicts half its remaining
+        epochs; one whose ||grad|| stalls (a budget of epochs) pays few evaluations. The
+        schedule is walked from the history's norms at its own epochs only (not at the
+        last epoch of a shorter run), so a run resumed with more epochs keeps it."""
+        norms = {h["iteration"]: h["grad_norm"] for h in self.history
+                 if h.get("grad_norm") is not None}
+        e2, due = 0, self.eval_every
+        while due in norms:
+            e1, e2 = e2, due
+            spacing = min(2 * (e2 - e1), 4 * self.eval_every)
+            g1, g2 = norms.get(e1), norms[e2]
+            if g1 is not None and 0 < self.threshold < g2 < g1:
+                spacing = min(spacing, (e2 - e1) * math.log(g2 / self.threshold)
+                              / (2 * math.log(g1 / g2)))
+            due = e2 + max(self.eval_every, int(spacing))
+        return due
 
     def end_epoch(self, w, **extra):
         """Evaluate at ``w`` when due and record the epoch; returns the new PointState or
