@@ -13,8 +13,10 @@ open descriptor, written at its offset (as the shell's redirection opened it); a
 existing FIFO or character device is opened by its name. A store (HDF5 seeks in its
 file) must be a regular file: ``regular=True`` refuses the others.
 
-Temporary names are ``.NAME.tmp-PID-HOST``. Those of a process that no longer runs on this
-host (killed before it could remove its file) are removed by the next write into the same
+Temporary names are ``.NAME.tmp-PID-HOST`` (``.NAME.probe-PID-HOST`` for the empty file that
+checks a folder can be written: never the name of the output's own temporary file, so that
+the one is not taken for the other). Those of a process that no longer runs on this host
+(killed before it could remove its file) are removed by the next write into the same
 folder, or by :func:`clean_stale` (``streamssvm verify --clean``).
 """
 
@@ -40,7 +42,8 @@ STDOUT = "-"
 _DESCRIPTOR = re.compile(r"/(?:dev|proc/self)/fd/(\d+)")
 _NAMED_DESCRIPTORS = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
 _HOST = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname())[:32] or "host"
-_TEMPORARY = re.compile(r"\.(?P<name>.+)\.tmp-(?P<pid>\d+)(?:-(?P<host>[A-Za-z0-9_.]+))?")
+_TEMPORARY = re.compile(
+    r"\.(?P<name>.+)\.(?:tmp|probe)-(?P<pid>\d+)(?:-(?P<host>[A-Za-z0-9_.]+))?")
 # link() errors of a file system without hard links
 _NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.ENOSYS}
 _RENAME_NOREPLACE = 1
@@ -135,12 +138,13 @@ def check_output(path, overwrite=False, inputs=(), regular=False):
 
 
 def _probe(directory, path):
-    """Make and remove this process's temporary file in ``directory``: an OSError naming
+    """Make and remove this process's probe file in ``directory``: an OSError naming
     ``path`` if the folder cannot be written (read-only file system, permissions)."""
-    probe = os.path.join(directory, temporary_name(directory, os.path.basename(path)))
+    probe = os.path.join(directory,
+                         temporary_name(directory, os.path.basename(path), kind="probe"))
     try:
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    except FileExistsError:  # this process is writing it already: the folder takes files
+    except FileExistsError:  # another thread of this process probes it: the folder takes files
         return
     except OSError as exc:
         reason = {errno.EROFS: "read-only file system", errno.EACCES: "permission denied",
@@ -149,10 +153,11 @@ def _probe(directory, path):
     os.unlink(probe)
 
 
-def temporary_name(directory, name):
-    """This process's hidden temporary name for ``name``, cut to the file system's limit on
-    a name's length (an output's name may be at it)."""
-    suffix = f".tmp-{os.getpid()}-{_HOST}"
+def temporary_name(directory, name, kind="tmp"):
+    """This process's hidden temporary name for ``name`` (``kind`` "tmp" for the output's
+    temporary file, "probe" for :func:`_probe`'s), cut to the file system's limit on a
+    name's length (an output's name may be at it)."""
+    suffix = f".{kind}-{os.getpid()}-{_HOST}"
     try:
         longest = os.pathconf(directory, "PC_NAME_MAX")
     except (OSError, ValueError):

@@ -327,7 +327,8 @@ def _add_verify(subparsers):
                    help="a store; with --clean, also a folder (cleaned, not verified)")
     p.add_argument("--clean", action="store_true",
                    help="first remove the temporary files that killed runs of this host left "
-                        "in each STORE's folder (hidden .NAME.tmp-PID-HOST files whose "
+                        "in each STORE's folder (hidden .NAME.tmp-PID-HOST and "
+                        ".NAME.probe-PID-HOST files whose "
                         "process is gone)")
     p.set_defaults(func=cmd_verify)
 

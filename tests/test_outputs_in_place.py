@@ -210,7 +210,8 @@ def test_temporary_files_of_killed_runs_are_removed_by_the_next_write(tmp_path, 
     folder = tmp_path / "out"
     folder.mkdir()
     dead, host = _dead_pid(), temporary_name(folder, "x").rsplit("-", 1)[1]
-    stale = [folder / f".old.h5.tmp-{dead}-{host}", folder / f".legacy.h5.tmp-{dead}"]
+    stale = [folder / f".old.h5.tmp-{dead}-{host}", folder / f".legacy.h5.tmp-{dead}",
+             folder / f".old.h5.probe-{dead}-{host}"]
     kept = [folder / f".live.h5.tmp-{os.getpid()}-{host}",   # a running process's
             folder / f".away.h5.tmp-{dead}-otherhost",        # another machine's
             folder / ".notours.tmp", folder / "data.h5"]
