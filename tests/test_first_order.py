@@ -443,6 +443,28 @@ def test_sdca_spaces_its_evaluations_where_they_hold_up_the_sweeps(data):
     assert np.linalg.norm(spaced.w - fixed.w) <= 2 * abs_tol / LAM
 
 
+def test_spaced_evaluations_stay_every_eval_every_within_a_fall_of_the_threshold(data):
+    """SDCA's ||grad|| near the hinge jumps by factors of 2-5 between evaluations, around a
+    threshold it meets at one of them: spaced out by the stall alone, those runs met the
+    rule later or not at all. Within reach of the largest fall seen after the first
+    evaluation, the next evaluation comes eval_every epochs later; beyond it, the stall
+    spaces them out."""
+    from streamssvm.solvers.stochastic import EpochRun
+    run = EpochRun("sdca", _objective(_source(data)), None, 0.0, 0.0, None, 100, 2, None, 0,
+                   False, spaced=True)
+
+    def due(threshold, norms):  # norms: epoch -> ||grad|| at the evaluated epochs
+        run.threshold = threshold
+        run.history = [dict(iteration=e, grad_norm=g) for e, g in norms.items()]
+        return run.next_evaluation()
+
+    # evaluated at 0, 2, 4 (predicted by the falls), 6 (a rise: 4 epochs to 10), 10
+    hovering = {0: 100.0, 2: 10.0, 4: 3.0, 6: 4.0, 10: 2.5}  # largest fall 10 / 3
+    assert due(1.0, hovering) == 12  # 2.5 <= 10 / 3 * 1: the next eval_every epochs on
+    assert due(0.1, hovering) == 18  # beyond its reach: 2 (10 - 6) epochs on
+    assert due(1.0, {0: 100.0, 2: 10.0, 4: 10.0}) == 8  # the start's fall is not counted
+
+
 def test_sdca_refuses_an_intercept_and_a_loss_without_conjugate(data):
     with pytest.raises(ValueError, match=r"fit_intercept=False \(no --intercept\)"):
         sdca(_objective(_source(data), fit_intercept=True))

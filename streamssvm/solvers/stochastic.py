@@ -255,19 +255,27 @@ class EpochRun:
         epochs (a pass of its own): the first ``eval_every`` epochs from the start; after
         two scheduled evaluations e1 < e2, half the epochs that their rate of fall of
         ||grad|| (linear convergence, g_k = g_0 r^k) takes to the threshold, at least
-        ``eval_every`` and at most 2 (e2 - e1) and 4 ``eval_every``. A run that meets the
-        threshold is evaluated at least as often as its rate predicts half its remaining
-        epochs; one whose ||grad|| stalls (a budget of epochs) pays few evaluations. The
-        schedule is walked from the history's norms at its own epochs only (not at the
-        last epoch of a shorter run), so a run resumed with more epochs keeps it."""
+        ``eval_every`` and at most 2 (e2 - e1) and 4 ``eval_every``; and ``eval_every``
+        while ||grad|| is within the largest fall seen between two scheduled evaluations
+        (after the start's) of the threshold: SDCA's ||grad|| near the hinge jumps up and
+        down by such factors, and meets the threshold at one of its falls. A run that
+        meets the threshold is evaluated at least as often as its rate predicts half its
+        remaining epochs; one whose ||grad|| stalls far from it (a budget of epochs) pays
+        few evaluations. The schedule is walked from the history's norms at its own epochs
+        only (not at the last epoch of a shorter run), so a run resumed with more epochs
+        keeps it."""
         norms = {h["iteration"]: h["grad_norm"] for h in self.history
                  if h.get("grad_norm") is not None}
-        e2, due = 0, self.eval_every
+        e2, due, fall = 0, self.eval_every, 1.0
         while due in norms:
             e1, e2 = e2, due
             spacing = min(2 * (e2 - e1), 4 * self.eval_every)
             g1, g2 = norms.get(e1), norms[e2]
-            if g1 is not None and 0 < self.threshold < g2 < g1:
+            if e1 > 0 and g2 > 0:
+                fall = max(fall, g1 / g2)
+            if g2 <= fall * self.threshold:
+                spacing = self.eval_every  # within reach of a fall as large as any seen
+            elif g1 is not None and 0 < self.threshold < g2 < g1:
                 spacing = min(spacing, (e2 - e1) * math.log(g2 / self.threshold)
                               / (2 * math.log(g1 / g2)))
             due = e2 + max(self.eval_every, int(spacing))
