@@ -328,8 +328,7 @@ def _add_verify(subparsers):
     p.add_argument("--clean", action="store_true",
                    help="first remove the temporary files that killed runs of this host left "
                         "in each STORE's folder (hidden .NAME.tmp-PID-HOST and "
-                        ".NAME.probe-PID-HOST files whose "
-                        "process is gone)")
+                        ".NAME.probe-PID-HOST files whose process is gone)")
     p.set_defaults(func=cmd_verify)
 
 

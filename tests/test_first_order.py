@@ -26,6 +26,7 @@ from streamssvm.data import plan
 from streamssvm.objective import SmoothSVMObjective
 from streamssvm.solvers import HESSIAN_PRODUCTS, SOLVERS, ConvergenceWarning, choose_solver, sdca
 from streamssvm.solvers.sdca import dual_objective
+from streamssvm.solvers.stochastic import EpochRun
 from streamssvm._memory import per_sample_array
 
 from shared_data import load_shared
@@ -449,7 +450,6 @@ def test_spaced_evaluations_stay_every_eval_every_within_a_fall_of_the_threshold
     rule later or not at all. Within reach of the largest fall seen after the first
     evaluation, the next evaluation comes eval_every epochs later; beyond it, the stall
     spaces them out."""
-    from streamssvm.solvers.stochastic import EpochRun
     run = EpochRun("sdca", _objective(_source(data)), None, 0.0, 0.0, None, 100, 2, None, 0,
                    False, spaced=True)
 
