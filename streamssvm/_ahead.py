@@ -34,7 +34,7 @@ from numba import types
 from numba.core.dispatcher import Dispatcher
 
 from ._memory import available_memory_bytes
-from ._runtime import prepare
+from ._runtime import cores, prepare
 
 MANIFEST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_ahead.json")
 ENV = "STREAMSSVM_COMPILE_AHEAD"
@@ -160,17 +160,10 @@ _running = []  # the helper of the outermost compiling_ahead in this process, if
 _warm = set()  # keys whose kernels were found in the cache: they stay there
 
 
-def _cores():
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def helps():
     """Whether a helper may start here: not turned off, more than one core, and
     :data:`HELPER_ROOM` free."""
-    return (os.environ.get(ENV) != "0" and _cores() >= 2
+    return (os.environ.get(ENV) != "0" and cores() >= 2
             and available_memory_bytes() >= HELPER_ROOM)
 
 

@@ -46,6 +46,14 @@ def prepare():
             _prepared = True
 
 
+def cores():
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 @functools.cache
 def _threadpools():
     """The process's thread pools (BLAS, OpenMP), found once: threadpoolctl's scan of the
