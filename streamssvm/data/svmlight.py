@@ -35,10 +35,13 @@ The parser never reads outside ``buf[:end]``: every access is guarded by ``pos <
 
 import math
 import numbers
+import threading
+import time
 
 import numpy as np
 from numba import njit
 
+from .._runtime import cores
 from ..errors import FileFormatError
 from .store import INT32_MAX
 
@@ -121,6 +124,10 @@ F_OVERRIDE = 2     # in: value of the label at S_OVERRIDE_POS
 N_FSTATE = 3       # multiclass: fstate[N_FSTATE + j] is the label of class j (seen j-th)
 
 SPACE_ROWS, SPACE_NNZ, SPACE_SLOW, SPACE_CLASSES = 1, 2, 3, 4
+
+# A feed of at least this many bytes is parsed in two halves at once when the parser runs
+# in parallel (see BlockParser.feed): each half then takes far longer than a thread's start.
+SPLIT_BYTES = 1 << 20
 
 # Without block_rows, a block also ends after max(block_nnz, MIN_ROW_CAP) rows, so that
 # memory stays bounded on inputs made of (nearly) empty rows.
@@ -814,11 +821,15 @@ class BlockParser:
     like : str, optional
         The store ``n_features`` and ``classes`` were taken from, named by the errors they
         cause.
+    parallel : bool, optional
+        Parse a feed of :data:`SPLIT_BYTES` or more in two halves at once (:meth:`feed`);
+        default: when the process may run on two cores or more. The blocks are the same
+        either way.
     """
 
     def __init__(self, name, on_block, on_rebase=None, *, zero_based="auto", n_features=None,
                  classes=None, multiclass=False, block_rows=None, block_nnz=1 << 19,
-                 value_dtype="float64", like=None):
+                 value_dtype="float64", like=None, parallel=None):
         if not (zero_based == "auto" if isinstance(zero_based, str)
                 else zero_based in (True, False)):
             raise ValueError(f"zero_based must be 'auto', True or False, got {zero_based!r}")
@@ -883,6 +894,10 @@ class BlockParser:
         self._indices = np.empty(nnz_cap, np.int32)
         self._values = np.empty(nnz_cap, np.float64)
         self._slow = np.empty((1024, N_SLOW_FIELDS), np.int64)
+        self.parallel = cores() >= 2 if parallel is None else bool(parallel)
+        self._lane = None  # the second half's parse (_Lane), its arrays kept between feeds
+        self.split_feeds = 0  # feeds whose halves were parsed at once, the second's taken
+        self._share = 0.5  # of a split feed, the part parsed here (see feed)
 
     # -- results ---------------------------------------------------------------------------
     @property
@@ -943,7 +958,18 @@ class BlockParser:
     # -- parsing ---------------------------------------------------------------------------
     def feed(self, buf, end):
         """Parse ``buf[:end]``: whole lines, except that the last line of the input may
-        lack its newline. Calls ``on_block`` for every block completed."""
+        lack its newline. Calls ``on_block`` for every block completed.
+
+        In parallel (``parallel``), a feed of :data:`SPLIT_BYTES` or more is cut in two at
+        a newline: a thread parses the second half (a :class:`_Lane`, from the state at
+        the feed's start: parse_lines releases the GIL) while this one parses the first
+        and hands on its blocks. The second half's rows are then appended to the blocks
+        as one parse would have cut them, its labels coded as one parse would have, if
+        its parse is the one the state after the first half gives (see :meth:`_merge`);
+        otherwise, rarely (a switch to zero-based, a label or value for Python's float(),
+        an error and its message), the second half is parsed again here. The first cut is
+        at the middle, each next one where the two threads' rates in the last split feed
+        would have them end together (this one also writes the blocks)."""
         if buf.dtype != np.uint8 or buf.ndim != 1:
             raise TypeError("buf must be a 1-d uint8 array")
         if not (buf.flags.writeable and buf.flags.c_contiguous):
@@ -952,6 +978,31 @@ class BlockParser:
         st = self._state
         st[S_POS] = 0
         st[S_OVERRIDE_POS] = -1
+        # (a nonzero takes 2 bytes or more: the block cannot pass int32's nonzeros here)
+        split = self.parallel and SPLIT_BYTES <= end < INT32_MAX - st[S_NNZ]
+        mid = last_newline(buf, 0, int(end * self._share)) + 1 if split else 0
+        if mid:
+            if self._lane is None:
+                self._lane = _Lane(self._y.dtype)
+            self._lane.start(buf, mid, end, st, self._fstate)
+            try:
+                began = time.perf_counter()
+                self._parse(buf, mid)
+                ours = time.perf_counter() - began
+            finally:
+                self._lane.join()
+            if self._merge(buf, end, self._lane):
+                # the next share: each side's bytes per second so far, so that both end
+                # together (this side also hands on the blocks: its rate is the lower)
+                rate = mid / max(ours, 1e-9)
+                lane_rate = (end - mid) / max(self._lane.seconds, 1e-9)
+                self._share = min(max(rate / (rate + lane_rate), 0.25), 0.75)
+                return
+        self._parse(buf, end)
+
+    def _parse(self, buf, end):
+        """Parse ``buf[state's position:end]`` into the blocks."""
+        st = self._state
         while True:
             st[S_NSLOW] = 0
             code = parse_lines(buf, end, st, self._fstate, self._y, self._indptr,
@@ -974,6 +1025,78 @@ class BlockParser:
                 self._rebase()
             else:
                 raise self._error(buf, end, code)
+
+    def _merge(self, buf, end, lane):
+        """Take the lane's parse of ``buf[mid:end]`` after the first half's: its rows
+        appended to the blocks, its counts to the state, its labels to the class table as
+        one parse would have met them (the first half's, then the lane's new ones in its
+        order; the lane's codes mapped onto them). False, with nothing changed, when the
+        lane's parse is not the one the state after the first half gives: it stopped
+        before ``end`` (an error, a label for Python's float(), index 0 while one-based),
+        a value for Python's float() is out of range, the first half changed the index
+        base, or the two halves together hold a third label of a binary input."""
+        st, ls = self._state, lane.state
+        if lane.code != DONE or ls[S_BASE] != st[S_BASE]:
+            return False
+        multiclass = bool(st[S_MULTICLASS])
+        start = N_FSTATE if multiclass else F_C0
+        table = self._fstate[start:start + st[S_N_CLASSES]].tolist()
+        theirs = lane.fstate[start:start + ls[S_N_CLASSES]].tolist()
+        table += [label for label in theirs if label not in table]  # by ==, as parse_lines
+        if len(table) > 2 and not multiclass:
+            return False
+        for s in range(int(ls[S_NSLOW])):
+            token_start, token_end, slot = (int(v) for v in lane.slow[s, :3])
+            value = float(buf[token_start:token_end].tobytes())
+            if not math.isfinite(value) or (st[S_FLOAT32] and abs(value) >= _FLOAT32_OVERFLOW):
+                return False  # the error is raised, with its line, by the parse again
+            lane.values[slot] = value
+        codes = [table.index(label) for label in theirs]
+        if codes != list(range(len(theirs))):
+            y = lane.y[:int(ls[S_ROWS])]
+            if multiclass:
+                y[:] = np.array(codes, y.dtype)[y]
+            else:  # two labels, the lane's first is the table's second: codes swapped
+                np.negative(y, out=y)
+        while start + len(table) > self._fstate.shape[0]:
+            self._grow(SPACE_CLASSES)
+        self._fstate[start:start + len(table)] = table
+        st[S_N_CLASSES] = len(table)
+        if ls[S_MAX_RAW] > st[S_MAX_RAW]:  # ties: the first half's, seen first
+            st[S_MAX_RAW] = ls[S_MAX_RAW]
+            st[S_MAX_LINE] = st[S_LINE] + ls[S_MAX_LINE]
+            st[S_MAX_COL] = ls[S_MAX_COL]
+        st[S_LINE] += ls[S_LINE]
+        st[S_REPAIRED] += ls[S_REPAIRED]
+        st[S_POS] = end
+        self._append(lane)
+        self.split_feeds += 1
+        return True
+
+    def _append(self, lane):
+        """Append the lane's rows to the blocks, ending a block where parse_lines would:
+        after the row that brings it to the row or nonzero limit. (The feed was split
+        only if its nonzeros cannot take the block beyond int32's.)"""
+        st, ptr, n = self._state, lane.indptr, int(lane.state[S_ROWS])
+        r = 0
+        while r < n:
+            rows, nnz, base = int(st[S_ROWS]), int(st[S_NNZ]), int(ptr[r])
+            ends = ptr[r + 1:n + 1]  # ends[k]: the lane's nonzeros up to row r + k, included
+            at_least = int(st[S_NNZ_LIMIT]) - nnz + base  # the block's limit, in the lane
+            by_nnz = int(np.searchsorted(ends, at_least)) if at_least <= ends[-1] else n - r
+            fills = min(int(st[S_ROW_LIMIT]) - rows - 1, by_nnz)  # the row that fills it
+            stop = min(r + fills + 1, n)
+            m, last = stop - r, int(ptr[stop])
+            while nnz + last - base > self._indices.shape[0]:
+                self._grow(SPACE_NNZ)
+            self._y[rows:rows + m] = lane.y[r:stop]
+            self._indptr[rows + 1:rows + m + 1] = ptr[r + 1:stop + 1] - (base - nnz)
+            self._indices[nnz:nnz + last - base] = lane.indices[base:last]
+            self._values[nnz:nnz + last - base] = lane.values[base:last]
+            st[S_ROWS], st[S_NNZ] = rows + m, nnz + last - base
+            if fills < n - r:
+                self._emit()
+            r = stop
 
     def refuse_cr(self, buf, end):
         """If ``buf[:end]``, the start of the next line to parse (no newline in it yet),
@@ -1092,6 +1215,62 @@ class BlockParser:
         if code == E_LABEL_CLASS and self._like:
             what += f" of{self._like}"
         return SvmlightFormatError(self._where(line0, pos - line_start + 1) + what)
+
+
+class _Lane:
+    """A parse of the second half of a feed (``BlockParser.feed``) on a thread of its
+    own, into arrays of its own (kept for the next feed, grown as needed), from a copy of
+    the parser's state at the feed's start: one block without row or nonzero limit, its
+    lines, largest index and repaired rows counted from 0. ``code`` is parse_lines'
+    last: DONE if it reached the end; ``seconds`` the parse's wall time."""
+
+    def __init__(self, label_dtype):
+        self.y = np.empty(1 << 16, label_dtype)
+        self.indptr = np.zeros((1 << 16) + 1, np.int64)
+        self.indices = np.empty(1 << 20, np.int32)
+        self.values = np.empty(1 << 20, np.float64)
+        self.slow = np.empty((1024, N_SLOW_FIELDS), np.int64)
+        self._thread = None
+
+    def start(self, buf, start, end, state, fstate):
+        st = state.copy()
+        st[S_POS] = start
+        for slot in (S_ROWS, S_NNZ, S_LINE, S_NSLOW, S_REPAIRED, S_MAX_LINE, S_MAX_COL):
+            st[slot] = 0
+        st[S_MAX_RAW] = -1
+        st[S_ROW_LIMIT] = st[S_NNZ_LIMIT] = np.iinfo(np.int64).max
+        self.state, self.fstate, self.code = st, fstate.copy(), None
+        self._thread = threading.Thread(target=self._run, args=(buf, end), daemon=True,
+                                        name="streamssvm-parse")
+        self._thread.start()
+
+    def _run(self, buf, end):
+        began = time.perf_counter()
+        self._parse(buf, end)
+        self.seconds = time.perf_counter() - began
+
+    def _parse(self, buf, end):
+        while True:
+            code = parse_lines(buf, end, self.state, self.fstate, self.y, self.indptr,
+                               self.indices, self.values, self.slow, _POW10, _POW5_128)
+            if code != NEED_SPACE:
+                self.code = code
+                return
+            space = self.state[S_SPACE]
+            if space == SPACE_ROWS:
+                self.y = np.concatenate([self.y, np.empty_like(self.y)])
+                self.indptr = np.concatenate([self.indptr, np.zeros_like(self.indptr)])
+            elif space == SPACE_NNZ:
+                self.indices = np.concatenate([self.indices, np.empty_like(self.indices)])
+                self.values = np.concatenate([self.values, np.empty_like(self.values)])
+            elif space == SPACE_SLOW:
+                self.slow = np.concatenate([self.slow, np.empty_like(self.slow)])
+            else:  # SPACE_CLASSES
+                self.fstate = np.concatenate([self.fstate, np.zeros(len(self.fstate))])
+
+    def join(self):
+        self._thread.join()
+        self._thread = None
 
 
 def _token(buf, pos, end):
