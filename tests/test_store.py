@@ -257,6 +257,27 @@ def test_writer_leaves_nothing_on_error(tmp_path, rng):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_store_goes_to_disk_as_it_grows(tmp_path, rng, monkeypatch):
+    """Past WRITEBACK_BYTES a thread starts the disk's write of what the file holds
+    (fdatasync) while the writer goes on; closing waits for it, and the store reads back
+    whole."""
+    monkeypatch.setattr(store_module, "WRITEBACK_BYTES", 1 << 16)
+    X, y = random_csr(rng, n_rows=4000, n_features=500, density=0.1)
+    path = tmp_path / "s.h5"
+    with StoreWriter(path, value_dtype="float64", encoding="plain") as writer:
+        for a in range(0, 4000, 500):
+            block = X[a:a + 500]
+            writer.add_block(block.indptr, block.indices, block.data, y[a:a + 500])
+        sink = writer._sink
+        assert sink._writeback is not None  # started by the blocks' writes
+        writer.close(X.shape[1], (-1.0, 1.0))
+    assert not sink._writeback.is_alive()
+    with Store(path) as store:
+        got = sp.vstack([sp.csr_matrix((b.data, b.indices, b.indptr), shape=(b.n_rows, 500))
+                         for b in store.iter_blocks()])
+    assert (got != X).nnz == 0
+
+
 def test_writer_left_without_close_publishes_nothing(tmp_path, rng):
     """Leaving the ``with`` without close() renamed the unfinished file onto ``path``: an
     unreadable store, in place of a good one with overwrite=True."""

@@ -5,6 +5,7 @@ import datetime
 import io
 import json
 import os
+import threading
 import time
 import weakref
 
@@ -79,6 +80,10 @@ class StoreError(FileFormatError):
     """A store that cannot be read: wrong format, corrupt block, inconsistent metadata."""
 
 
+# bytes written to a store between two starts of the disk's write (see _Sink)
+WRITEBACK_BYTES = 32 << 20
+
+
 def _block_name(k):
     return f"blocks/{k:08d}"
 
@@ -91,11 +96,19 @@ class _Sink(io.RawIOBase):
     disk is full (or the file size limit reached), this keeps the error in ``error`` and
     pretends that the following writes succeed; the writer raises ``error`` after the
     current step, HDF5 closes the file normally, and the file is deleted.
+
+    Every :data:`WRITEBACK_BYTES` written, a thread starts the disk's write of what the
+    file holds so far (fdatasync), unless the last one is still at it: the fsync before
+    the store is published then has little left to wait for, and the written pages can be
+    dropped from memory (a memory cap counts them) while the conversion goes on. An error
+    of that write is kept in ``error`` too (a later fsync on another descriptor would not
+    see it).
     """
 
     def __init__(self, path):
         self._fh = open(path, "w+b", buffering=0)  # a buffer would fail in seek(), later
         self.error = None
+        self._unsynced, self._writeback = 0, None
 
     def readable(self):
         return True
@@ -124,7 +137,21 @@ class _Sink(io.RawIOBase):
                     if exc.errno not in NO_ROOM:
                         raise
                     self.error = exc
+            self._unsynced += len(data)
+            if self._unsynced >= WRITEBACK_BYTES and not (self._writeback is not None
+                                                          and self._writeback.is_alive()):
+                self._unsynced = 0
+                self._writeback = threading.Thread(target=self._sync, daemon=True,
+                                                   name="streamssvm-writeback")
+                self._writeback.start()
             return len(data)
+
+    def _sync(self):
+        try:
+            os.fdatasync(self._fh.fileno())
+        except OSError as exc:
+            if self.error is None:
+                self.error = exc
 
     def seek(self, offset, whence=io.SEEK_SET):
         return self._fh.seek(offset, whence)
@@ -152,6 +179,8 @@ class _Sink(io.RawIOBase):
                 self.error = exc
 
     def close(self):
+        if self._writeback is not None:
+            self._writeback.join()
         super().close()  # flushes first
         self._fh.close()
 
