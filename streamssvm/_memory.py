@@ -17,12 +17,43 @@ from ._warn import warn
 PREFAULT_BYTES = 4 << 20
 
 
-def _read_int(path):
+_open = {"pid": None}  # path -> descriptor, of the process "pid" (see _read)
+
+
+def _read(path):
+    """The text of a file of /proc or of the cgroup file system, or None if unreadable:
+    read from offset 0 of a descriptor kept open, for which the kernel makes the text
+    anew each time (an open per reading took most of the time of a training's budgets on
+    small data). A forked child opens its own (``/proc/self`` named its parent)."""
+    pid = os.getpid()
+    if _open["pid"] != pid:
+        inherited = [fd for key, fd in _open.items() if key != "pid" and fd is not None]
+        _open.clear()
+        _open["pid"] = pid
+        for fd in inherited:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    fd = _open.get(path, -1)
+    if fd == -1:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            fd = None
+        _open[path] = fd
+    if fd is None:
+        return None
     try:
-        with open(path) as fh:
-            text = fh.read().strip()
+        chunks = [os.pread(fd, 1 << 16, 0)]
+        while len(chunks[-1]) == 1 << 16:  # longer than one read
+            chunks.append(os.pread(fd, 1 << 16, (1 << 16) * len(chunks)))
     except OSError:
         return None
+    return b"".join(chunks).decode("ascii", "replace")
+
+
+def _read_int(path):
+    text = _read(path)
+    text = text.strip() if text is not None else ""
     return int(text) if text.isdigit() else None
 
 
@@ -32,11 +63,13 @@ def _reclaimable(stat_path, v2):
     process that has streamed a file would otherwise see no headroom at all."""
     names = (("file", "file_mapped", "file_dirty", "file_writeback") if v2 else
              ("total_cache", "total_mapped_file", "total_dirty", "total_writeback"))
+    text = _read(stat_path)
+    if text is None:
+        return 0
     try:
-        with open(stat_path) as fh:
-            stat = dict(line.split(maxsplit=1) for line in fh)
+        stat = dict(line.split(maxsplit=1) for line in text.splitlines())
         cache, mapped, dirty, writeback = (int(stat.get(n, 0)) for n in names)
-    except (OSError, ValueError):
+    except ValueError:
         return 0
     return max(cache - mapped - dirty - writeback, 0)
 
@@ -44,11 +77,10 @@ def _reclaimable(stat_path, v2):
 def _cgroup_headroom():
     """Limit minus usage of this process's memory cgroup (v2 or v1), its droppable page
     cache not counted as used, or None."""
-    try:
-        with open("/proc/self/cgroup") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
+    text = _read("/proc/self/cgroup")
+    if text is None:
         return None
+    lines = text.splitlines()
     for line in lines:
         _, controllers, path = line.split(":", 2)
         if controllers == "":  # v2
@@ -103,13 +135,10 @@ _GLIBC = _glibc_allocator()
 def _memory_free():
     """MemAvailable, or the cgroup's headroom if smaller (1 GB if neither is known)."""
     available = None
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    available = int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    text = _read("/proc/meminfo") or ""
+    at = text.find("\nMemAvailable:")
+    if at >= 0:
+        available = int(text[at + 14:text.index("kB", at)]) * 1024
     headroom = _cgroup_headroom()
     candidates = [v for v in (available, headroom) if v is not None]
     return min(candidates) if candidates else 1 << 30

@@ -136,6 +136,41 @@ def test_page_cache_of_a_streamed_file_leaves_headroom(tmp_path):
     assert int(proc.stdout) >= CAP_MB / 4 * 2 ** 20  # ... and counts as room
 
 
+FRESH = """
+import os
+import numpy as np
+from streamssvm import _memory
+from streamssvm._memory import available_memory_bytes
+before = available_memory_bytes()
+x = np.ones(300 << 17)  # 300 MiB, written
+after = available_memory_bytes()
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    room = available_memory_bytes() >> 20
+    os.write(w, f"{room} {int(_memory._open['pid'] == os.getpid())}".encode())
+    os._exit(0)
+os.waitpid(pid, 0)
+print(before >> 20, after >> 20, os.read(r, 64).decode())
+"""
+
+
+@pytest.mark.skipif(not (BIN / "run-capped").exists() or not hasattr(os, "fork"),
+                    reason="tools/bin/run-capped not found, or no fork")
+def test_the_room_under_a_cap_is_read_afresh_each_time_and_in_a_forked_child():
+    """The cgroup's files are read again at each call (from descriptors kept open): 300
+    MiB written take 300 MiB of the room; a forked child opens descriptors of its own (its
+    parent's of /proc/self name the parent) and sees the room its parent saw."""
+    proc = subprocess.run([str(BIN / "run-capped"), "1000", sys.executable, "-c", FRESH],
+                          capture_output=True, text=True)
+    if proc.returncode == 3:
+        pytest.skip("no writable memory cgroup for run-capped here")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    before, after, child, reopened = map(int, proc.stdout.split())
+    assert before < 1000 and 280 <= before - after <= 340
+    assert abs(child - after) <= 30 and reopened
+
+
 FREED = """
 import numpy as np
 from streamssvm._memory import available_memory_bytes
