@@ -1124,12 +1124,12 @@ class BlockParser:
 
     def _grow(self, what):
         if what == SPACE_NNZ:
-            self._indices = np.concatenate([self._indices, np.empty_like(self._indices)])
-            self._values = np.concatenate([self._values, np.empty_like(self._values)])
+            self._indices = _double(self._indices)
+            self._values = _double(self._values)
         elif what == SPACE_SLOW:
-            self._slow = np.concatenate([self._slow, np.empty_like(self._slow)])
+            self._slow = _double(self._slow)
         elif what == SPACE_CLASSES:
-            self._fstate = np.concatenate([self._fstate, np.zeros(len(self._fstate))])
+            self._fstate = _double(self._fstate)
         else:  # pragma: no cover - rows never exceed the row limit, which is the capacity
             raise AssertionError("row capacity exceeded")
 
@@ -1258,19 +1258,25 @@ class _Lane:
                 return
             space = self.state[S_SPACE]
             if space == SPACE_ROWS:
-                self.y = np.concatenate([self.y, np.empty_like(self.y)])
-                self.indptr = np.concatenate([self.indptr, np.zeros_like(self.indptr)])
+                self.y = _double(self.y)
+                self.indptr = _double(self.indptr)
             elif space == SPACE_NNZ:
-                self.indices = np.concatenate([self.indices, np.empty_like(self.indices)])
-                self.values = np.concatenate([self.values, np.empty_like(self.values)])
+                self.indices = _double(self.indices)
+                self.values = _double(self.values)
             elif space == SPACE_SLOW:
-                self.slow = np.concatenate([self.slow, np.empty_like(self.slow)])
+                self.slow = _double(self.slow)
             else:  # SPACE_CLASSES
-                self.fstate = np.concatenate([self.fstate, np.zeros(len(self.fstate))])
+                self.fstate = _double(self.fstate)
 
     def join(self):
         self._thread.join()
         self._thread = None
+
+
+def _double(a):
+    """``a`` and as many zeros after it: an output array grown (parse_lines writes an entry
+    before it reads it)."""
+    return np.concatenate([a, np.zeros_like(a)])
 
 
 def _token(buf, pos, end):
