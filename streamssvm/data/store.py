@@ -178,9 +178,13 @@ class _Sink(io.RawIOBase):
                     raise
                 self.error = exc
 
-    def close(self):
+    def settle(self):
+        """Wait for the disk's write started last, if any (its error is then in ``error``)."""
         if self._writeback is not None:
             self._writeback.join()
+
+    def close(self):
+        self.settle()
         super().close()  # flushes first
         self._fh.close()
 
@@ -501,6 +505,7 @@ class StoreWriter:
         if self._checksums:
             attrs["attributes_checksum"] = attributes_checksum(attrs)
         f.close()
+        self._sink.settle()
         self._sink.raise_error()
         self._sink.close()
         self._atomic.__exit__(None, None, None)
