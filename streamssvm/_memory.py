@@ -17,7 +17,8 @@ from ._warn import warn
 PREFAULT_BYTES = 4 << 20
 
 
-_open = {"pid": None}  # path -> descriptor, of the process "pid" (see _read)
+_open = {}  # path -> descriptor (None: unreadable), of the process _open_pid (see _read)
+_open_pid = None
 
 
 def _read(path):
@@ -25,14 +26,14 @@ def _read(path):
     read from offset 0 of a descriptor kept open, for which the kernel makes the text
     anew each time (an open per reading took most of the time of a training's budgets on
     small data). A forked child opens its own (``/proc/self`` named its parent)."""
-    pid = os.getpid()
-    if _open["pid"] != pid:
-        inherited = [fd for key, fd in _open.items() if key != "pid" and fd is not None]
+    global _open_pid
+    if _open_pid != os.getpid():
+        for fd in _open.values():
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         _open.clear()
-        _open["pid"] = pid
-        for fd in inherited:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        _open_pid = os.getpid()
     fd = _open.get(path, -1)
     if fd == -1:
         try:

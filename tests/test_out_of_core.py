@@ -148,7 +148,7 @@ r, w = os.pipe()
 pid = os.fork()
 if pid == 0:
     room = available_memory_bytes() >> 20
-    os.write(w, f"{room} {int(_memory._open['pid'] == os.getpid())}".encode())
+    os.write(w, f"{room} {int(_memory._open_pid == os.getpid())}".encode())
     os._exit(0)
 os.waitpid(pid, 0)
 print(before >> 20, after >> 20, os.read(r, 64).decode())

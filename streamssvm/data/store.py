@@ -138,8 +138,8 @@ class _Sink(io.RawIOBase):
                         raise
                     self.error = exc
             self._unsynced += len(data)
-            if self._unsynced >= WRITEBACK_BYTES and not (self._writeback is not None
-                                                          and self._writeback.is_alive()):
+            if self._unsynced >= WRITEBACK_BYTES and (self._writeback is None
+                                                      or not self._writeback.is_alive()):
                 self._unsynced = 0
                 self._writeback = threading.Thread(target=self._sync, daemon=True,
                                                    name="streamssvm-writeback")
