@@ -1180,6 +1180,52 @@ def test_sgd_evaluated_beside_the_next_epoch_is_sgd_without(data, tmp_path, name
     assert (beside.passes > plain.passes) == early
 
 
+def _wide_data(n_rows=200, n_features=3000, per_row=50, seed=0):
+    """Random rows, ``per_row`` nonzeros each, labels of a random direction."""
+    rng = np.random.default_rng(seed)
+    indices = np.concatenate([np.sort(rng.choice(n_features, per_row, replace=False))
+                              for _ in range(n_rows)])
+    X = sp.csr_matrix((rng.random(n_rows * per_row), indices,
+                       np.arange(0, n_rows * per_row + 1, per_row)), (n_rows, n_features))
+    y = np.where(X @ rng.standard_normal(n_features) > 0, 1.0, -1.0)
+    return X, y
+
+
+@pytest.mark.parametrize("name", ["sgd", "pegasos", "svrg", "saga"])
+def test_evaluations_only_make_the_transpose_only_where_it_pays(data, name, monkeypatch):
+    """The solvers whose passes are their epochs and evaluations evaluate held data
+    without its transpose (the rows' way) unless it pays over their evaluations
+    (plan.columns_pay): not on tall data (a9a), not on wide data over a few epochs, but
+    over many. Either way, the run is the one of the other way up to the order of the
+    sums."""
+    wide = _wide_data()
+    n, d = wide[0].shape
+    few, many = 4, 40  # the wide data's transpose pays after about 20 evaluations
+    assert not plan.columns_pay(n, d, wide[0].nnz, few + 1)
+    assert plan.columns_pay(n, d, wide[0].nnz, many + 1)
+    assert not plan.columns_pay(*data[0].shape, data[0].nnz, 10 ** 6)
+
+    def run(X, y, epochs):
+        objective = SmoothSVMObjective(InMemorySource(X, y, block_rows=700), "psi_g", LAM)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            result = SOLVERS[name](objective, tol=0.0, max_iter=epochs)
+        assert objective.data.holds_data
+        return result, objective.data.rows_way
+
+    for X, y, epochs, rows_way in ((*data, few, True), (*wide, few, True),
+                                   (*wide, many, False)):
+        result, taken = run(X, y, epochs)
+        assert taken == rows_way
+        with monkeypatch.context() as m:  # the other way
+            m.setattr(plan, "columns_pay", lambda *args, pays=rows_way: pays)
+            other, taken = run(X, y, epochs)
+            assert taken != rows_way
+        np.testing.assert_allclose(result.w, other.w, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose([h["f"] for h in result.history],
+                                   [h["f"] for h in other.history], rtol=1e-12)
+
+
 @pytest.mark.parametrize("name", sorted(SOLVERS))
 @pytest.mark.parametrize("stop", [dict(tol=1e-2), dict(tol=1e-12, max_iter=4)])
 def test_the_last_history_entry_counts_every_pass(data, name, stop):

@@ -55,6 +55,25 @@ SHUFFLE_BYTES = 32 << 20
 # rows of at most this many bytes are one window under hold="auto", held or not (four
 # windows' worth: what the windows of streamed data take in memory at once)
 PERMUTATION_BYTES = 4 * SHUFFLE_BYTES
+# columns_pay's costs, in units of what the columns' way saves a pass per column: what it
+# loses a pass per row, and what the transpose costs per nonzero; from whole stochastic
+# runs (their evaluations beside the epochs, and without), rows' way against columns', on
+# the benchmark matrix's shapes (tools/bench_matrix.py)
+GATHER_PER_ROW = 2.6
+TRANSPOSE_PER_NONZERO = 5.0
+
+
+def columns_pay(n_rows, n_columns, nnz, evaluations):
+    """Whether the transpose of held data pays for itself over ``evaluations`` passes
+    that make no Hessian product (f and the gradient alone). The rows' way scatters
+    X^T c into per-thread d-vectors, zeroed and summed at every pass: it loses per column.
+    The columns' way gathers c along each column, reading c at random: it loses per row;
+    and it first makes the transpose once, a cost per nonzero. So the columns' way saves
+    n_columns - GATHER_PER_ROW n_rows a pass and costs TRANSPOSE_PER_NONZERO nnz once
+    (:data:`GATHER_PER_ROW`, :data:`TRANSPOSE_PER_NONZERO`): it pays on data much wider
+    than tall, over many passes; on tall data, or data of long rows, never."""
+    saved = evaluations * (n_columns - GATHER_PER_ROW * n_rows)
+    return saved > TRANSPOSE_PER_NONZERO * nnz
 
 
 def check_hold(hold):
@@ -119,6 +138,7 @@ class DataPlan:
         self._lock = threading.Lock()
         self._held = None  # [Block of all rows, its transpose or None] once read; False: streamed
         self._columns_pending = None  # a Future of the transpose (see make_columns)
+        self._columns_declined = False  # evaluations only, which it does not pay for
         self._window_warned = False
 
     @property
@@ -179,17 +199,29 @@ class DataPlan:
         """Have the transpose of held data made by ``executor`` (a
         ``concurrent.futures`` executor), rather than by the first pass that needs it, so
         that a solver can start meanwhile (SDCA). Until :meth:`columns_made`,
-        :attr:`columns_pending` is True and the objective takes the rows' way, a scatter
+        :attr:`rows_way` is True and the objective takes the rows' way, a scatter
         of X^T: the same numbers up to the order of the sums, and which way is taken
         depends on the calls, not on which thread is faster, so runs stay reproducible.
         Nothing when the data is streamed."""
         if self.hold_rows():
             self._columns_pending = executor.submit(self.held_data)
 
+    def evaluations_only(self, count):
+        """A solver that makes at most ``count`` passes, none with a Hessian product (SGD,
+        Pegasos), says so before its first: the transpose of held data is then made only
+        if it pays for itself over them (:func:`columns_pay`); else every pass takes the
+        rows' way (:attr:`rows_way`). Streamed data takes the rows' way anyway."""
+        block = self.held_rows()
+        if block is not None:
+            self._columns_declined = not columns_pay(self.n_samples, self.source.n_features,
+                                                     block.nnz, count)
+
     @property
-    def columns_pending(self):
-        """The transpose asked of :meth:`make_columns` is not yet taken (:meth:`columns_made`)."""
-        return self._columns_pending is not None
+    def rows_way(self):
+        """Passes over held data take the rows' way, a scatter of X^T, without the
+        transpose: the one asked of :meth:`make_columns` is not yet taken
+        (:meth:`columns_made`), or it would not pay (:meth:`evaluations_only`)."""
+        return self._columns_pending is not None or self._columns_declined
 
     def columns_made(self):
         """Wait for the transpose asked of :meth:`make_columns`; evaluations use it from

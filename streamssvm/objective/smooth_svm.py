@@ -235,7 +235,7 @@ class SmoothSVMObjective(Problem):
         zero = kernels.is_zero(w)
         code, sigma, theta = self.loss.code, self.loss.sigma, self.loss.theta
         params = self.loss.params
-        if self.data.columns_pending:  # the rows, while their columns are made
+        if self.data.rows_way:  # the rows alone: their columns are being made, or not at all
             held = (self.data.held_rows(), None)
         else:
             held = self.data.held_data()

@@ -80,7 +80,7 @@ def saga(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     data = epoch_source("saga", objective)
     eta = step_size(objective, step, 3.0)
     run = EpochRun("saga", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
-                   max_seconds, seed, progress, checkpoint)
+                   max_seconds, seed, progress, checkpoint, evaluations_only=True)
     code, sigma, theta, params = objective.loss_args
     d, n = objective.n_features, objective.n_samples
     slopes = per_sample_array(n, memory_limit)

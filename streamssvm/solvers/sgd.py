@@ -352,7 +352,7 @@ def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
     schedule = Schedule(objective, **schedule_options)
     state = SGDState(objective.n_features, bool(objective.bias), average, delay, hogwild)
     run = EpochRun(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
-                   max_seconds, seed, progress, checkpoint)
+                   max_seconds, seed, progress, checkpoint, evaluations_only=True)
     if run.resumed is not None:
         state.restore(run.resumed, f"{checkpoint.path}: damaged checkpoint")
     else:

@@ -115,13 +115,21 @@ class EpochRun:
             run.end_epoch(w)          # w: the iterate after the epoch
             run.save(w, **arrays)     # the checkpoint, if one was asked for
         return run.result(w)
+
+    ``evaluations_only``: the solver's passes are its epochs and these evaluations (no
+    Hessian product, no gradient pass of its own): the data plan then makes the transpose
+    of held data only if it pays for itself over them
+    (:meth:`~streamssvm.data.plan.DataPlan.evaluations_only`).
     """
 
     def __init__(self, name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
                  max_seconds, seed, progress, checkpoint=None, start=None,
                  divergence="a step too large for the data: lower the step size or its "
-                            "schedule's start", spaced=False):
+                            "schedule's start", spaced=False, evaluations_only=False):
         check_epochs(max_iter, eval_every)
+        if evaluations_only:  # the start's, every eval_every epochs' and the last's
+            objective.data.evaluations_only(
+                1 + (-(-max_iter // eval_every) if eval_every else 1))
         self.spaced = spaced  # :meth:`due`'s spacing
         self.divergence = divergence  # what :meth:`result` says when f is not finite
         check_max_seconds(max_seconds)

@@ -43,7 +43,7 @@ def svrg(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     data = epoch_source("svrg", objective)
     eta = step_size(objective, step, 4.0)
     run = EpochRun("svrg", objective, w0, tol, abs_tol, liblinear_tol, max_iter, 1,
-                   max_seconds, seed, progress, checkpoint)
+                   max_seconds, seed, progress, checkpoint, evaluations_only=True)
     code, sigma, theta, params = objective.loss_args
     d = objective.n_features
     snapshot_slopes = per_sample_array(objective.n_samples, memory_limit)
