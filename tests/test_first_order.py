@@ -1146,6 +1146,8 @@ def test_cli_passes_the_solver_its_options_given_or_its_defaults(data, tmp_path)
 
 @pytest.mark.parametrize("name, options, early", [
     ("sgd", dict(max_iter=5), False),
+    ("sgd", dict(max_iter=1), False),
+    ("sgd", dict(max_iter=5, abs_tol=1e6), True),  # the start meets the rule
     ("sgd", dict(max_iter=30, tol=0.3), True),
     ("sgd", dict(max_iter=12, eval_every=3, tol=0.3), True),
     ("sgd", dict(max_iter=7, eval_every=2, average=True), False),
@@ -1153,10 +1155,10 @@ def test_cli_passes_the_solver_its_options_given_or_its_defaults(data, tmp_path)
 ])
 def test_sgd_evaluated_beside_the_next_epoch_is_sgd_without(data, tmp_path, name, options,
                                                             early):
-    """With overlap (each epoch's evaluation on a worker thread beside the next epoch, on a
-    store held in memory): the w, the epochs and the history (f and ||grad|| of every
-    evaluated epoch) of the run without; a run that stops before max_iter has swept beside
-    its last evaluation, which its passes count."""
+    """With overlap (the start's and each epoch's evaluation on a worker thread beside the
+    next epoch, on a store held in memory): the w, the epochs and the history (f and
+    ||grad|| of every evaluated epoch) of the run without; a run that stops before max_iter
+    has swept beside its last evaluation (or the start's), which its passes count."""
     path = tmp_path / "a9a.h5"
     write_store(path, _source(data))
     runs = []

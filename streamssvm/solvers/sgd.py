@@ -25,7 +25,9 @@ F. Niu, B. Recht, C. Re, S. J. Wright, "Hogwild!: a lock-free approach to parall
 stochastic gradient descent", NIPS 2011 (``hogwild``).
 """
 
+import functools
 import math
+from concurrent.futures import Future
 
 import numba
 import numpy as np
@@ -37,7 +39,7 @@ from ..kernels import stochastic as sk
 from ..kernels import threadsafe_parallel
 from ..kernels._twins import SERIAL_BELOW
 from ..losses._scalar import derivatives_with_params
-from .common import check_step
+from .common import check_step, check_w0, start_state
 from .registry import MAX_SECONDS, OVERLAP, SEED, STEP, Option, SolverRecord
 from .stochastic import EpochRun, Evaluations, epoch_source, saved_array, spare_thread
 
@@ -319,7 +321,8 @@ def sgd(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_ite
         Evaluate the objective (one pass) every this many epochs; 0: only at the end.
     overlap : bool
         Evaluate each epoch's w on a worker thread beside the next epoch, collected when
-        the next evaluation is due (the last epoch's on every thread): when the data is
+        the next evaluation is due (the last epoch's on every thread), and the start's
+        beside the first epoch where held data takes the rows' way: when the data is
         held in memory and not tiny (the parallel kernels' threshold,
         :data:`~streamssvm.kernels._twins.SERIAL_BELOW`), the kernels have more than one
         thread, the steps run on one of them (no ``delay``, no ``hogwild``), there is no
@@ -351,12 +354,6 @@ def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
     check_delay_and_hogwild(delay, schedule_options["project"], hogwild, bool(objective.bias))
     schedule = Schedule(objective, **schedule_options)
     state = SGDState(objective.n_features, bool(objective.bias), average, delay, hogwild)
-    run = EpochRun(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
-                   max_seconds, seed, progress, checkpoint, evaluations_only=True)
-    if run.resumed is not None:
-        state.restore(run.resumed, f"{checkpoint.path}: damaged checkpoint")
-    else:
-        state.start_at(run.state.w)
     # the evaluations beside the epochs: on held data (an evaluation then reads memory, as
     # the epochs do), with the second core free (no delay, no Hogwild), no checkpoint
     # (whose epoch's arrays would be overwritten by the epoch after it), and a threading
@@ -369,10 +366,25 @@ def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
                and objective.source.nnz + objective.n_samples >= SERIAL_BELOW
                and threadsafe_parallel())
     with Evaluations(overlap, name) as evaluations:
+        start = functools.partial(_start, evaluations, objective, w0) if overlap else None
+        run = EpochRun(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
+                       max_seconds, seed, progress, checkpoint, start, evaluations_only=True)
+        w_start = None
+        if run.resumed is not None:
+            state.restore(run.resumed, f"{checkpoint.path}: damaged checkpoint")
+        elif start is None:
+            state.start_at(run.state.w)
+        else:  # the first epoch starts at once, from w0
+            w_start = np.zeros(objective.n_variables) if w0 is None else check_w0(w0)
+            state.start_at(w_start)
         # epochs swept, not yet recorded: (EpochEnd, w, steps, Future of its evaluation or
         # None); the passes made, an evaluation's counted once submitted (its thread counts
-        # it in the objective before or after the next epoch ends)
-        pending, passes, stop = [], objective.passes, None
+        # it in the objective before or after the next epoch ends; the start's too, which
+        # its history entry has); the end before the first epoch, to go back to if the
+        # start's evaluation meets the stopping rule
+        pending, stop = [], None
+        passes = objective.passes if start is None else run.history[0]["passes"]
+        first = None if start is None else run.epoch_end(passes)
         while run.next_epoch():
             sgd_epoch(objective, state, schedule, run.rng)
             passes += 1
@@ -382,9 +394,10 @@ def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
                 run.save(w, v=state.v, avg_u=state.avg_u, state=state.state)
                 continue
             due = run.due()
-            if due:  # the last evaluation has had this epoch's time
-                stop = _collect(run, pending)
-                pending = []
+            # the last evaluation (or the start's) has had this epoch's time
+            if due and (pending or run.epoch >= max_iter):
+                stop = _collect(run, pending, first, w_start)
+                pending, first = [], None
                 if stop is not None:
                     break
             if due and run.epoch >= max_iter:  # nothing to sweep beside it: on every thread
@@ -395,15 +408,30 @@ def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
             if due:
                 passes += 1
         if stop is None:
-            stop = _collect(run, pending)
+            stop = _collect(run, pending, first, w_start)
     return run.result(state.weights() if stop is None else stop)
 
 
-def _collect(run, epochs):
+def _start(evaluations, objective, w0):
+    """:class:`EpochRun`'s ``start`` beside the first epoch: the start's evaluation in the
+    evaluation thread when held data takes the rows' way; else here, before the first
+    epoch, so that the transpose it makes is made on every thread."""
+    if objective.data.rows_way:
+        return evaluations.submit(start_state, objective, w0, False)
+    done = Future()
+    done.set_result(start_state(objective, w0, curved=False))
+    return done
+
+
+def _collect(run, epochs, first=None, w_start=None):
     """Record ``epochs`` (swept beside their evaluations) in order, up to the first whose
     evaluation ends the run (converged, or not finite); return that epoch's w, the run
     rewound to it (the epochs after it undone, as they would not have run without
-    overlap), or None."""
+    overlap), or None. ``first``, at the first collection of a run whose start was
+    evaluated beside the first epoch: the :class:`EpochEnd` before it, gone back to (and
+    ``w_start`` returned) if the start meets the stopping rule."""
+    if first is not None and run.back_to_start(first):
+        return w_start
     for at, w, steps, evaluation in epochs:
         state = run.record(None if evaluation is None else evaluation.result(), at=at,
                            steps=steps)

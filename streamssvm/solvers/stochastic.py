@@ -142,6 +142,7 @@ class EpochRun:
         self.finished = False
         self._timed = (None, False)  # (epoch, whether max_seconds had passed at its end)
         self.checkpoint, self.resumed, self._start = checkpoint, None, None
+        self._start_state = None  # the start's PointState, once taken (:meth:`started`)
         saved = checkpoint.load() if checkpoint is not None else None
         if saved is not None:  # the state at the end of an epoch, as it was
             meta, self.resumed = saved
@@ -185,8 +186,22 @@ class EpochRun:
         self.threshold = stopping_threshold(self.objective, grad0_norm, *self._tolerances)
         self.history[0].update(f=state.f, grad_norm=state.grad_norm,
                                **(extra[0] if extra else {}))
+        self._start_state = state
         if self.epoch == 0:
             self.state = state
+
+    def back_to_start(self, at):
+        """If the start's state (waited for) meets the stopping rule, go back to ``at``, the
+        :class:`EpochEnd` before the first epoch, and return True: the epochs swept beside
+        a start evaluated elsewhere are undone, as a run that waited for it would not have
+        swept them. Before any epoch is recorded."""
+        self.started()
+        state = self._start_state
+        if not state.grad_norm <= self.threshold:
+            return False
+        self.rewind(at)
+        self.state = state
+        return True
 
     def save(self, w, at=None, **arrays):
         """Checkpoint the end of this epoch: the iterate ``w``, the solver's ``arrays``, the
