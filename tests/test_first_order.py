@@ -1182,6 +1182,34 @@ def test_sgd_evaluated_beside_the_next_epoch_is_sgd_without(data, tmp_path, name
     assert (beside.passes > plain.passes) == early
 
 
+@pytest.mark.parametrize("name", ["tron", "lbfgs"])
+def test_f_and_the_gradient_of_held_data_of_few_columns_take_the_rows_way(data, name,
+                                                                         monkeypatch):
+    """On held data of fewer columns than GATHER_PER_ROW times its rows (a9a), the
+    evaluations take the rows' way, whatever the solver: the transpose is made only for
+    Hessian products (TRON), not at all for a first-order solver (L-BFGS). The run is the
+    one of the columns' way up to the order of the sums: both converge to the one
+    optimum."""
+    X, y = data
+    assert X.shape[1] <= plan.GATHER_PER_ROW * X.shape[0]
+
+    def run():
+        objective = SmoothSVMObjective(InMemorySource(X, y, block_rows=700), "psi_g", LAM)
+        result = SOLVERS[name](objective, tol=1e-7, max_iter=500)
+        return result, objective.data
+
+    result, held = run()
+    assert held.rows_way and held.holds_data
+    assert (held._held[1] is not None) == (name in HESSIAN_PRODUCTS)
+    monkeypatch.setattr(plan, "GATHER_PER_ROW", -1.0)
+    other, held = run()
+    assert not held.rows_way and held._held[1] is not None
+    assert result.converged and other.converged
+    # both within ||grad|| / lambda of the optimum (lambda-strong convexity)
+    assert np.linalg.norm(result.w - other.w) <= (result.grad_norm + other.grad_norm) / LAM
+    assert result.f == pytest.approx(other.f, rel=1e-9)
+
+
 def _wide_data(n_rows=200, n_features=3000, per_row=50, seed=0):
     """Random rows, ``per_row`` nonzeros each, labels of a random direction."""
     rng = np.random.default_rng(seed)
@@ -1221,6 +1249,7 @@ def test_evaluations_only_make_the_transpose_only_where_it_pays(data, name, monk
         assert taken == rows_way
         with monkeypatch.context() as m:  # the other way
             m.setattr(plan, "columns_pay", lambda *args, pays=rows_way: pays)
+            m.setattr(plan, "GATHER_PER_ROW", -1.0)  # no decline as the rows are held
             other, taken = run(X, y, epochs)
             assert taken != rows_way
         np.testing.assert_allclose(result.w, other.w, rtol=1e-9, atol=1e-12)

@@ -14,7 +14,10 @@ With ``hold`` True, or "auto" when the rows (for a source that reads a file) and
 transpose fit ``cache_bytes`` (default a quarter of the memory the process may still
 use), the first pass that asks reads the whole data into one block; the transpose (the
 ``columns`` of :func:`~streamssvm.kernels.transpose`) is made by the first call that needs
-it, or in a thread (:meth:`DataPlan.make_columns`).
+it, or in a thread (:meth:`DataPlan.make_columns`). Passes of f and the gradient alone take
+the rows' way, without it, where it would not pay for them (:func:`columns_pay`): always on
+data of fewer columns than ``GATHER_PER_ROW`` times its rows, and over a stochastic run's
+few evaluations (:meth:`DataPlan.evaluations_only`).
 
 The epoch order
 ---------------
@@ -138,7 +141,7 @@ class DataPlan:
         self._lock = threading.Lock()
         self._held = None  # [Block of all rows, its transpose or None] once read; False: streamed
         self._columns_pending = None  # a Future of the transpose (see make_columns)
-        self._columns_declined = False  # evaluations only, which it does not pay for
+        self._columns_declined = False  # by decline_columns
         self._window_warned = False
 
     @property
@@ -179,6 +182,8 @@ class DataPlan:
             fits = self._holding is True or (self._holding == "auto" and size <= self.cache_bytes)
             if fits and self.n_samples < 2 ** 31:  # the transpose's row numbers are int32
                 self._held = [source.read_range(0, source.n_blocks), None]
+                if source.n_features <= GATHER_PER_ROW * self.n_samples:
+                    self.decline_columns()  # the columns never pay for f and the gradient
         return self._held[0] if self._held else None
 
     def hold_rows(self):
@@ -212,15 +217,21 @@ class DataPlan:
         if it pays for itself over them (:func:`columns_pay`); else every pass takes the
         rows' way (:attr:`rows_way`). Streamed data takes the rows' way anyway."""
         block = self.held_rows()
-        if block is not None:
-            self._columns_declined = not columns_pay(self.n_samples, self.source.n_features,
-                                                     block.nnz, count)
+        if block is not None and not columns_pay(self.n_samples, self.source.n_features,
+                                                 block.nnz, count):
+            self.decline_columns()
+
+    def decline_columns(self):
+        """Passes of f and the gradient over held data take the rows' way from now on
+        (:attr:`rows_way`): their objective has no other use for the transpose. (Hessian
+        products that read held data still make it.)"""
+        self._columns_declined = True
 
     @property
     def rows_way(self):
         """Passes over held data take the rows' way, a scatter of X^T, without the
         transpose: the one asked of :meth:`make_columns` is not yet taken
-        (:meth:`columns_made`), or it would not pay (:meth:`evaluations_only`)."""
+        (:meth:`columns_made`), or it is declined (:meth:`decline_columns`)."""
         return self._columns_pending is not None or self._columns_declined
 
     def columns_made(self):

@@ -235,8 +235,11 @@ class SmoothSVMObjective(Problem):
         zero = kernels.is_zero(w)
         code, sigma, theta = self.loss.code, self.loss.sigma, self.loss.theta
         params = self.loss.params
-        if self.data.rows_way:  # the rows alone: their columns are being made, or not at all
-            held = (self.data.held_rows(), None)
+        rows = self.data.held_rows()  # first: holding the rows may decline the columns
+        if rows is None:
+            held = None
+        elif self.data.rows_way:  # the rows alone: their columns are being made, or not at all
+            held = (rows, None)
         else:
             held = self.data.held_data()
         loss, margins, curvature = 0.0, self.data.rows_vector(), self.data.rows_vector()
