@@ -23,7 +23,7 @@ from streamssvm.data import InMemorySource, Store, StoreError, write_store
 from streamssvm.kernels import stochastic as sk
 from streamssvm.losses import LOSS_NAMES, get_loss
 from streamssvm.data import plan
-from streamssvm.objective import SmoothSVMObjective
+from streamssvm.objective import SmoothSVMObjective, smooth_svm
 from streamssvm.solvers import HESSIAN_PRODUCTS, SOLVERS, ConvergenceWarning, choose_solver, sdca
 from streamssvm.solvers.sdca import dual_objective
 from streamssvm.solvers.stochastic import EpochRun
@@ -1182,16 +1182,19 @@ def test_sgd_evaluated_beside_the_next_epoch_is_sgd_without(data, tmp_path, name
     assert (beside.passes > plain.passes) == early
 
 
-@pytest.mark.parametrize("name", ["tron", "lbfgs"])
-def test_f_and_the_gradient_of_held_data_of_few_columns_take_the_rows_way(data, name,
-                                                                         monkeypatch):
-    """On held data of fewer columns than GATHER_PER_ROW times its rows (a9a), the
-    evaluations take the rows' way, whatever the solver: the transpose is made only for
-    Hessian products (TRON), not at all for a first-order solver (L-BFGS). The run is the
-    one of the columns' way up to the order of the sums: both converge to the one
-    optimum."""
+@pytest.mark.parametrize("name, products_by_rows", [("tron", True), ("lbfgs", True),
+                                                     ("tron", False)])
+def test_f_and_the_gradient_of_held_data_of_few_columns_take_the_rows_way(
+        data, name, products_by_rows, monkeypatch):
+    """On held data of fewer columns than GATHER_PER_ROW times its rows (a9a), f and the
+    gradient take the rows' way, whatever the solver, and so do Hessian products (TRON)
+    while a thread's vector of the variables fits ROW_PRODUCT_BYTES: then no transpose is
+    made. Beyond it, products read the transpose. The run is the one of the columns' way
+    up to the order of the sums: both converge to the one optimum."""
     X, y = data
     assert X.shape[1] <= plan.GATHER_PER_ROW * X.shape[0]
+    if not products_by_rows:
+        monkeypatch.setattr(smooth_svm, "ROW_PRODUCT_BYTES", 8 * X.shape[1] - 1)
 
     def run():
         objective = SmoothSVMObjective(InMemorySource(X, y, block_rows=700), "psi_g", LAM)
@@ -1199,8 +1202,7 @@ def test_f_and_the_gradient_of_held_data_of_few_columns_take_the_rows_way(data, 
         return result, objective.data
 
     result, held = run()
-    assert held.rows_way and held.holds_data
-    assert (held._held[1] is not None) == (name in HESSIAN_PRODUCTS)
+    assert held.rows_way and held.holds_data and (held._held[1] is None) == products_by_rows
     monkeypatch.setattr(plan, "GATHER_PER_ROW", -1.0)
     other, held = run()
     assert not held.rows_way and held._held[1] is not None

@@ -419,10 +419,14 @@ def test_vectors_of_the_rows_go_to_files_when_they_would_not_fit(tmp_path, monke
         np.testing.assert_array_equal(a, b)
 
 
-def test_held_data_is_read_once_and_products_read_nothing(tmp_path):
+@pytest.mark.parametrize("columns", [False, True])
+def test_held_data_is_read_once_and_products_read_nothing(tmp_path, monkeypatch, columns):
     """hold: the first evaluate reads the store (one pass), Hessian products and diagonals
-    then come from memory; the numbers equal the streamed oracle's, row weights included.
-    A budget too small for the data and its transpose streams instead."""
+    then come from memory, by the rows (this data has few columns: plan.columns_pay) or
+    by the transpose (``columns``); the numbers equal the streamed oracle's, row weights
+    included. A budget too small for the data and its transpose streams instead."""
+    if columns:
+        monkeypatch.setattr(plan, "GATHER_PER_ROW", -1.0)
     X, y = random_problem(n=503, seed=24)
     path = write_store(tmp_path / "data.h5", X, y, block_rows=40)
     weights = np.random.default_rng(25).uniform(0.0, 3.0, X.shape[0])
@@ -439,8 +443,8 @@ def test_held_data_is_read_once_and_products_read_nothing(tmp_path):
         assert ((streamed.passes, streamed.cached_sweeps) == (tight.passes, tight.cached_sweeps)
                 == (3, 0))
         # the per-thread d-vectors of a scatter are made by the first pass that scatters
-        assert held._scatter is None and streamed._scatter.shape == (held.n_threads,
-                                                                     held.n_variables)
+        assert held.data.rows_way != columns and (held._scatter is None) == columns
+        assert streamed._scatter.shape == (held.n_threads, held.n_variables)
         assert_same_oracle(outputs[0], outputs[1])
         assert_same_oracle(outputs[2], outputs[1])
         assert held.value(w) == pytest.approx(streamed.value(w), rel=1e-12, abs=0)
@@ -652,7 +656,10 @@ def test_newton_system_reads_the_curved_rows_columns(shape, values, monkeypatch)
     them is ``rest_norm2``, and ``step`` puts a system vector and a multiple of -g's rest
     back in the variables' order. Tall data's system is in the variables' order. Most
     rows curved: no copy, and the system is in the variables' order (on the whole
-    transpose the columns' order saves no time: news20, logistic, Newton 15% slower)."""
+    transpose the columns' order saves no time: news20, logistic, Newton 15% slower).
+    (The tall data would take the rows' way, plan.columns_pay: the transpose is asked
+    for here.)"""
+    monkeypatch.setattr(plan, "GATHER_PER_ROW", -1.0)
     made = []
     real = kernels.curved_columns
     monkeypatch.setattr(kernels, "curved_columns",

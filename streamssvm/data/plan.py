@@ -14,10 +14,10 @@ With ``hold`` True, or "auto" when the rows (for a source that reads a file) and
 transpose fit ``cache_bytes`` (default a quarter of the memory the process may still
 use), the first pass that asks reads the whole data into one block; the transpose (the
 ``columns`` of :func:`~streamssvm.kernels.transpose`) is made by the first call that needs
-it, or in a thread (:meth:`DataPlan.make_columns`). Passes of f and the gradient alone take
-the rows' way, without it, where it would not pay for them (:func:`columns_pay`): always on
-data of fewer columns than ``GATHER_PER_ROW`` times its rows, and over a stochastic run's
-few evaluations (:meth:`DataPlan.evaluations_only`).
+it, or in a thread (:meth:`DataPlan.make_columns`). Passes take the rows' way, without it,
+where it would not pay (:func:`columns_pay`): always on data of fewer columns than
+``GATHER_PER_ROW`` times its rows, and over a stochastic run's few evaluations
+(:meth:`DataPlan.evaluations_only`).
 
 The epoch order
 ---------------
@@ -67,14 +67,15 @@ TRANSPOSE_PER_NONZERO = 5.0
 
 
 def columns_pay(n_rows, n_columns, nnz, evaluations):
-    """Whether the transpose of held data pays for itself over ``evaluations`` passes
-    that make no Hessian product (f and the gradient alone). The rows' way scatters
-    X^T c into per-thread d-vectors, zeroed and summed at every pass: it loses per column.
-    The columns' way gathers c along each column, reading c at random: it loses per row;
-    and it first makes the transpose once, a cost per nonzero. So the columns' way saves
-    n_columns - GATHER_PER_ROW n_rows a pass and costs TRANSPOSE_PER_NONZERO nnz once
-    (:data:`GATHER_PER_ROW`, :data:`TRANSPOSE_PER_NONZERO`): it pays on data much wider
-    than tall, over many passes; on tall data, or data of long rows, never."""
+    """Whether the transpose of held data pays for itself over ``evaluations`` passes.
+    The rows' way scatters X^T c (c a coefficient per row: a gradient's, or D X s of a
+    Hessian product) into per-thread d-vectors, zeroed and summed at every pass: it
+    loses per column. The columns' way gathers c along each column, reading c at random:
+    it loses per row; and it first makes the transpose once, a cost per nonzero. So the
+    columns' way saves n_columns - GATHER_PER_ROW n_rows a pass and costs
+    TRANSPOSE_PER_NONZERO nnz once (:data:`GATHER_PER_ROW`,
+    :data:`TRANSPOSE_PER_NONZERO`): it pays on data much wider than tall, over many
+    passes; on data of fewer columns than GATHER_PER_ROW times its rows, never."""
     saved = evaluations * (n_columns - GATHER_PER_ROW * n_rows)
     return saved > TRANSPOSE_PER_NONZERO * nnz
 
@@ -183,7 +184,7 @@ class DataPlan:
             if fits and self.n_samples < 2 ** 31:  # the transpose's row numbers are int32
                 self._held = [source.read_range(0, source.n_blocks), None]
                 if source.n_features <= GATHER_PER_ROW * self.n_samples:
-                    self.decline_columns()  # the columns never pay for f and the gradient
+                    self.decline_columns()  # the columns never pay (columns_pay)
         return self._held[0] if self._held else None
 
     def hold_rows(self):
@@ -222,16 +223,16 @@ class DataPlan:
             self.decline_columns()
 
     def decline_columns(self):
-        """Passes of f and the gradient over held data take the rows' way from now on
-        (:attr:`rows_way`): their objective has no other use for the transpose. (Hessian
-        products that read held data still make it.)"""
+        """Passes over held data take the rows' way from now on (:attr:`rows_way`): no
+        transpose is made for them."""
         self._columns_declined = True
 
     @property
     def rows_way(self):
-        """Passes over held data take the rows' way, a scatter of X^T, without the
-        transpose: the one asked of :meth:`make_columns` is not yet taken
-        (:meth:`columns_made`), or it is declined (:meth:`decline_columns`)."""
+        """Passes over held data take the rows' way, scatters of X^T (f and the gradient,
+        Hessian products and diagonals), without the transpose: the one asked of
+        :meth:`make_columns` is not yet taken (:meth:`columns_made`), or it is declined
+        (:meth:`decline_columns`)."""
         return self._columns_pending is not None or self._columns_declined
 
     def columns_made(self):

@@ -52,6 +52,9 @@ from .system import ColumnSystem, NewtonSystem
 
 # rows drawn at a time for a Hessian sample (see subsampled)
 DRAW_CHUNK = 1 << 16
+# a thread's vector of the variables that Hessian products by rows scatter into: within
+# a core's L2 cache (see SmoothSVMObjective._held_columns)
+ROW_PRODUCT_BYTES = 256 << 10
 
 
 class SmoothSVMObjective(Problem):
@@ -139,8 +142,8 @@ class SmoothSVMObjective(Problem):
 
     def _start_scatter(self):
         """Make the per-thread scatter buffers at the first pass that scatters (held data's
-        and the stochastic epochs' never do), or clear them if a pass was interrupted
-        before its merge."""
+        by the transpose and the stochastic epochs' never do), or clear them if a pass was
+        interrupted before its merge."""
         if self._scatter is None:
             self._scatter = np.zeros((self.n_threads, self.n_variables))
         elif self._scatter_dirty:
@@ -153,6 +156,19 @@ class SmoothSVMObjective(Problem):
         if scatter:
             self._start_scatter()
         return self.data.blocks()
+
+    def _held_columns(self):
+        """For Hessian products and diagonals: :meth:`~streamssvm.data.plan.DataPlan.held_data`
+        (the held rows and their transpose), or None when the data is streamed or, where
+        held data takes the rows' way (:attr:`~streamssvm.data.plan.DataPlan.rows_way`),
+        a thread's vector of the variables fits :data:`ROW_PRODUCT_BYTES`
+        (:meth:`_curved_blocks` then serves the held rows). A product's scatter reads and
+        writes that vector at random, once per entry of the curved rows; beyond a core's
+        cache the columns' gathers, from a copy of the curved rows alone, are faster."""
+        if self.data.held_rows() is None or (self.data.rows_way
+                                             and 8 * self.n_variables <= ROW_PRODUCT_BYTES):
+            return None
+        return self.data.held_data()
 
     def _column_sums(self, v, squared, x, lam, columns=None):
         """As :meth:`_merged`, of X^T v (X.^2 if ``squared``) from the held transpose (or
@@ -190,7 +206,7 @@ class SmoothSVMObjective(Problem):
         :class:`~.system.ColumnSystem` over them, else in the order of the variables (on
         the whole transpose every column has entries: the columns' order would only add
         a gather and a scatter)."""
-        held = self.data.held_data()
+        held = self._held_columns()
         if held is None or not self._wide:
             return NewtonSystem(self, state)
         columns = self._state_columns(self._check_state(state))
@@ -318,7 +334,7 @@ class SmoothSVMObjective(Problem):
                 rows, copied = np.split(copied, [len(indptr) - 1])
                 sampled.append(kernels.gather_curved_rows(indptr, indices, data, rows))
             return dataclasses.replace(state, curved_rows=sampled)
-        if self.data.held_data() is not None:  # products from memory skip the rows of D_ii = 0
+        if self.data.held_rows() is not None:  # products from memory skip the rows of D_ii = 0
             return dataclasses.replace(state, curvature=curvature, curved_rows=None)
         copy = self.data.row_copy()
         for b in self._pass(scatter=False):
@@ -339,11 +355,14 @@ class SmoothSVMObjective(Problem):
 
     def _curved_blocks(self, state):
         """(indptr, indices, data, curvature) per block: the in-memory copy if there is
-        one, else a pass over the source."""
-        if state.curved_rows is not None:
+        one, else the held rows, else a pass over the source."""
+        held = self.data.held_rows()
+        if state.curved_rows is not None or held is not None:
             self._start_scatter()
             self.cached_sweeps += 1
-            return state.curved_rows
+            if state.curved_rows is not None:
+                return state.curved_rows
+            return ((held.indptr, held.indices, held.data, state.curvature),)
         return ((b.indptr, b.indices, b.data, state.curvature[b.row_start:b.row_start + b.n_rows])
                 for b in self._pass())
 
@@ -367,10 +386,10 @@ class SmoothSVMObjective(Problem):
     def hessp_quad(self, state, s):
         """One pass (none from memory): (lambda E + X^T D X / n) s with D from ``state``
         (:meth:`hessp`) and s.(H s), the curvature along s that CG needs, from the same
-        sweep when the data is held. (The solvers' products on held wide data come from
-        :meth:`newton_system`.)"""
+        sweep when the data is held and its transpose is used. (The solvers' products on
+        held wide data come from :meth:`newton_system`.)"""
         s, state = self._check(s, "s"), self._check_state(state)
-        held = self.data.held_data()
+        held = self._held_columns()
         if held is not None:
             self.cached_sweeps += 1
             b, curvature = held[0], state.curvature
@@ -406,7 +425,7 @@ class SmoothSVMObjective(Problem):
         """One pass: the diagonal of the Hessian at ``state``."""
         state = self._check_state(state)
         ones = self.ones(self.n_variables)
-        if self.data.held_data() is not None:
+        if self._held_columns() is not None:
             self.cached_sweeps += 1
             return self._column_sums(state.curvature, True, ones, self.lam)[0]
         for indptr, indices, data, curvature in self._curved_blocks(state):
