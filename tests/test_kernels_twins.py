@@ -304,7 +304,9 @@ import scipy.sparse as sp
 from streamssvm import train_stream
 
 rng = np.random.default_rng(0)
-X = sp.random(300, 500, density=0.03, format="csr", random_state=rng)
+# columns enough (more than plan.GATHER_PER_ROW times the rows) that held data is read
+# by its transpose
+X = sp.random(300, 1000, density=0.015, format="csr", random_state=rng)
 y = np.where(rng.random(300) < 0.5, -1.0, 1.0)
 parallel = {}
 for solver in ("tron", "newton"):
