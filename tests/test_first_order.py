@@ -1183,14 +1183,15 @@ def test_sgd_evaluated_beside_the_next_epoch_is_sgd_without(data, tmp_path, name
 
 
 @pytest.mark.parametrize("name, products_by_rows", [("tron", True), ("lbfgs", True),
-                                                     ("tron", False)])
+                                                     ("sdca", True), ("tron", False)])
 def test_f_and_the_gradient_of_held_data_of_few_columns_take_the_rows_way(
         data, name, products_by_rows, monkeypatch):
     """On held data of fewer columns than GATHER_PER_ROW times its rows (a9a), f and the
     gradient take the rows' way, whatever the solver, and so do Hessian products (TRON)
     while a thread's vector of the variables fits ROW_PRODUCT_BYTES: then no transpose is
-    made. Beyond it, products read the transpose. The run is the one of the columns' way
-    up to the order of the sums: both converge to the one optimum."""
+    made (nor by SDCA's evaluation thread). Beyond it, products read the transpose. The
+    run is the one of the columns' way up to the order of the sums: both converge to the
+    one optimum."""
     X, y = data
     assert X.shape[1] <= plan.GATHER_PER_ROW * X.shape[0]
     if not products_by_rows:

@@ -208,8 +208,9 @@ class DataPlan:
         :attr:`rows_way` is True and the objective takes the rows' way, a scatter
         of X^T: the same numbers up to the order of the sums, and which way is taken
         depends on the calls, not on which thread is faster, so runs stay reproducible.
-        Nothing when the data is streamed."""
-        if self.hold_rows():
+        Nothing when the data is streamed or its passes take the rows' way anyway
+        (:meth:`decline_columns`)."""
+        if self.hold_rows() and not self._columns_declined:
             self._columns_pending = executor.submit(self.held_data)
 
     def evaluations_only(self, count):
