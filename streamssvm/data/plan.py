@@ -215,7 +215,7 @@ class DataPlan:
 
     def evaluations_only(self, count):
         """A solver that makes at most ``count`` passes, none with a Hessian product (SGD,
-        Pegasos), says so before its first: the transpose of held data is then made only
+        Pegasos, SVRG, SAGA), says so before its first: the transpose of held data is then made only
         if it pays for itself over them (:func:`columns_pay`); else every pass takes the
         rows' way (:attr:`rows_way`). Streamed data takes the rows' way anyway."""
         block = self.held_rows()

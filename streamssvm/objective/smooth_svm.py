@@ -357,14 +357,14 @@ class SmoothSVMObjective(Problem):
         """(indptr, indices, data, curvature) per block: the in-memory copy if there is
         one, else the held rows, else a pass over the source."""
         held = self.data.held_rows()
-        if state.curved_rows is not None or held is not None:
-            self._start_scatter()
-            self.cached_sweeps += 1
-            if state.curved_rows is not None:
-                return state.curved_rows
-            return ((held.indptr, held.indices, held.data, state.curvature),)
-        return ((b.indptr, b.indices, b.data, state.curvature[b.row_start:b.row_start + b.n_rows])
-                for b in self._pass())
+        if state.curved_rows is None and held is None:
+            return ((b.indptr, b.indices, b.data,
+                     state.curvature[b.row_start:b.row_start + b.n_rows]) for b in self._pass())
+        self._start_scatter()
+        self.cached_sweeps += 1
+        if state.curved_rows is not None:
+            return state.curved_rows
+        return ((held.indptr, held.indices, held.data, state.curvature),)
 
     def value(self, w):
         """One pass: L(w) alone."""

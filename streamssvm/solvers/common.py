@@ -97,12 +97,17 @@ def check_w0(w0):
     return w
 
 
+def start_point(objective, w0):
+    """The start point: zeros if ``w0`` is None, else ``w0`` checked (:func:`check_w0`)."""
+    return np.zeros(objective.n_variables) if w0 is None else check_w0(w0)
+
+
 def start_state(objective, w0, curved=True):
     """The state at the start point ``w0`` (zeros if None) and ||grad L(0)||. Refuses a
     ``w0`` holding NaN or infinite values (:func:`check_w0`), and a start where L or its
     gradient is not finite (feature values so large that the loss overflows): the
     solvers' tests would compare with NaN, and TRON would reject steps forever."""
-    w = np.zeros(objective.n_variables) if w0 is None else check_w0(w0)
+    w = start_point(objective, w0)
     state = objective.evaluate(w, curved)
     zero = objective.evaluate(np.zeros_like(w), False) if np.any(w) else state
     for point, at in ((zero, "w = 0"), (state, "w0")):

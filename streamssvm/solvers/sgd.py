@@ -27,7 +27,6 @@ stochastic gradient descent", NIPS 2011 (``hogwild``).
 
 import functools
 import math
-from concurrent.futures import Future
 
 import numba
 import numpy as np
@@ -39,7 +38,7 @@ from ..kernels import stochastic as sk
 from ..kernels import threadsafe_parallel
 from ..kernels._twins import SERIAL_BELOW
 from ..losses._scalar import derivatives_with_params
-from .common import check_step, check_w0, start_state
+from .common import check_step, start_point, start_state
 from .registry import MAX_SECONDS, OVERLAP, SEED, STEP, Option, SolverRecord
 from .stochastic import EpochRun, Evaluations, epoch_source, saved_array, spare_thread
 
@@ -369,22 +368,21 @@ def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
         start = functools.partial(_start, evaluations, objective, w0) if overlap else None
         run = EpochRun(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
                        max_seconds, seed, progress, checkpoint, start, evaluations_only=True)
-        w_start = None
+        # a start evaluated beside the first epoch, which starts at once from w0
+        deferred = run.resumed is None and run.state is None
+        w_start = start_point(objective, w0) if deferred else None
         if run.resumed is not None:
             state.restore(run.resumed, f"{checkpoint.path}: damaged checkpoint")
-        elif start is None:
-            state.start_at(run.state.w)
-        else:  # the first epoch starts at once, from w0
-            w_start = np.zeros(objective.n_variables) if w0 is None else check_w0(w0)
-            state.start_at(w_start)
+        else:
+            state.start_at(w_start if deferred else run.state.w)
         # epochs swept, not yet recorded: (EpochEnd, w, steps, Future of its evaluation or
         # None); the passes made, an evaluation's counted once submitted (its thread counts
-        # it in the objective before or after the next epoch ends; the start's too, which
-        # its history entry has); the end before the first epoch, to go back to if the
-        # start's evaluation meets the stopping rule
+        # it in the objective before or after the next epoch ends; a deferred start's too,
+        # which its history entry has); the end before the first epoch, to go back to if a
+        # deferred start's evaluation meets the stopping rule
         pending, stop = [], None
-        passes = objective.passes if start is None else run.history[0]["passes"]
-        first = None if start is None else run.epoch_end(passes)
+        passes = run.history[0]["passes"] if deferred else objective.passes
+        first = run.epoch_end(passes) if deferred else None
         while run.next_epoch():
             sgd_epoch(objective, state, schedule, run.rng)
             passes += 1
@@ -414,13 +412,11 @@ def _run(name, objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
 
 def _start(evaluations, objective, w0):
     """:class:`EpochRun`'s ``start`` beside the first epoch: the start's evaluation in the
-    evaluation thread when held data takes the rows' way; else here, before the first
-    epoch, so that the transpose it makes is made on every thread."""
+    evaluation thread when held data takes the rows' way; else None, made by the run
+    before the first epoch, so that the transpose it makes is made on every thread."""
     if objective.data.rows_way:
         return evaluations.submit(start_state, objective, w0, False)
-    done = Future()
-    done.set_result(start_state(objective, w0, curved=False))
-    return done
+    return None
 
 
 def _collect(run, epochs, first=None, w_start=None):

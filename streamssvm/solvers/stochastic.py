@@ -156,22 +156,22 @@ class EpochRun:
             evaluated = self.history[-1].get("f") is not None
             self.state = objective.evaluate(self.resumed["w"], False) if evaluated else None
         else:
-            # ``start``: a function submitting the start's one evaluation elsewhere (SDCA's
+            # ``start``: a function submitting the start's one evaluation elsewhere (the
             # evaluation thread, while the first epochs run), which returns a Future of
-            # start_state's result and, optionally, more for the history's first entry;
-            # :meth:`started` waits for it
+            # start_state's result and, optionally, more for the history's first entry
+            # (:meth:`started` waits for it), or None to have it made here
             self._tolerances = tol, abs_tol, liblinear_tol
             self.state, self.threshold = None, None
             self.epoch = 0
             self.history = []
-            if start is None:
+            passes = objective.passes
+            self._start = None if start is None else start()
+            if self._start is None:
                 self._start = Future()
                 self._start.set_result(start_state(objective, w0, curved=False))
                 self._record()
                 self.started()
             else:  # its pass counted once submitted, as the solvers count evaluations
-                passes = objective.passes
-                self._start = start()
                 self._record(passes=passes + 1)
         self.bar = progress_bar(progress, total=max_iter, initial=self.epoch, unit="epoch",
                                 desc=self.label)
