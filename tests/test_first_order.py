@@ -147,13 +147,12 @@ def test_subsampled_newton_keeps_its_sample_in_memory(data, tmp_path):
 
 @pytest.mark.parametrize("overlap", [False, True])
 def test_sdca_dual_never_decreases(data, overlap):
-    """At every evaluated epoch: all of them without overlap (not spaced); with it, the
-    start and the epochs after the first two (whose evaluations are left out)."""
+    """At every epoch, evaluated with overlap or without (not spaced)."""
     objective = _objective(_source(data), "psi_g")
     result = sdca(objective, tol=0.0, max_iter=8, gap_tol=0.0, eval_every=1, overlap=overlap,
                   spaced=False)
     evaluated = [h for h in result.history if "f" in h]
-    assert [h["iteration"] for h in evaluated] == [0] + list(range(3 if overlap else 1, 9))
+    assert [h["iteration"] for h in evaluated] == list(range(9))
     dual = [h["f"] - h["gap"] for h in evaluated]
     assert all(b >= a - 1e-12 for a, b in zip(dual, dual[1:]))
     assert dual[-1] > dual[0]
@@ -161,16 +160,15 @@ def test_sdca_dual_never_decreases(data, overlap):
 
 def test_no_evaluation_beside_the_sweeps_on_one_kernel_thread(data):
     """overlap asks for a thread beside the sweeps; with n_threads=1 (one core, or a process
-    per core) there is none to spare: SDCA evaluates every epoch, as without overlap, and
-    SGD stopping early sweeps no epoch beyond its stopping one."""
+    per core) there is none to spare: SDCA and SGD stopping early sweep no epoch beyond
+    their stopping one (beside its evaluation, and then undone)."""
     def objective(loss, threads):
         return SmoothSVMObjective(_source(data), loss, LAM, n_threads=threads)
 
-    for threads, beside in ((1, False), (2, True)):
-        result = sdca(objective("psi_g", threads), tol=0.0, max_iter=5, gap_tol=0.0,
-                      eval_every=1, spaced=False)
-        assert [h["iteration"] for h in result.history if "f" in h] == (
-            [0, 3, 4, 5] if beside else [0, 1, 2, 3, 4, 5])
+    runs = {threads: sdca(objective("psi_g", threads), tol=0.2, max_iter=30, eval_every=1,
+                          spaced=False) for threads in (1, 2)}
+    assert runs[1].n_iter == runs[2].n_iter < 30
+    assert runs[1].passes == runs[2].passes - 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         runs = {(threads, overlap): SOLVERS["sgd"](objective("hinge", threads), max_iter=30,
@@ -376,10 +374,9 @@ def test_sdca_evaluates_beside_the_next_epoch_and_returns_an_evaluated_epoch(dat
     gap rule stops it, the epochs swept meanwhile are undone (their passes counted) and
     the evaluated one returned, within its gap of the optimum that a run without overlap
     reaches. Shrinking is the sweeps' in both: the first epoch settles no row (it has no
-    last epoch's reach), the second does, the third skips them. With overlap the
-    evaluations of the first 2 ``eval_every`` epochs are left out (the evaluation thread
-    makes the transpose and the start's evaluation meanwhile), and the epoch after them
-    sweeps all rows."""
+    last epoch's reach), the second does, the third skips them. With overlap an
+    evaluation's rows come back at the next one's collection, eval_every epochs later than
+    without."""
     n = data[0].shape[0]
     runs, threads = [], set()
     for overlap in (True, True, False):
@@ -407,13 +404,9 @@ def test_sdca_evaluates_beside_the_next_epoch_and_returns_an_evaluated_epoch(dat
     assert first.passes == last["passes"] + eval_every
     for run in (first, inline):
         assert [h["visited"] for h in run.history[1:3]] == [n, n]
-    assert inline.history[3]["visited"] < n
-    assert first.history[2 * eval_every + 1]["visited"] == n
-    assert first.history[2 * eval_every + 2]["visited"] < n
-    evaluated = [h["iteration"] for h in first.history if "f" in h]
-    assert evaluated[:3] == [0, 3 * eval_every, 4 * eval_every]
-    assert [h["iteration"] for h in inline.history if "f" in h][:3] == [0, eval_every,
-                                                                       2 * eval_every]
+        assert run.history[3]["visited"] < n
+        assert [h["iteration"] for h in run.history if "f" in h][:3] == [0, eval_every,
+                                                                        2 * eval_every]
     assert abs(first.f - inline.f) <= max(last["gap"], inline.history[-1]["gap"])
 
 
@@ -2022,11 +2015,10 @@ def test_sdca_closes_the_gap_with_an_empty_row(loss, overlap):
         assert model.params["objective"] - reference.params["objective"] <= gap + 1e-12
 
 
-@pytest.mark.parametrize("eval_every", [0, 60, 120])
+@pytest.mark.parametrize("eval_every", [0, 120, 200])
 def test_sdca_shrinks_only_with_evaluations_to_bring_rows_back(data, optimum, eval_every):
-    """Rows a sweep settles come back only at an evaluation (with overlap, the first
-    2 eval_every epochs' are left out, and a full sweep after them stands for them). With
-    none before the last epoch (eval_every 0, half or all the run's epochs), a row settled
+    """Rows a sweep settles come back only at an evaluation. With none before the last
+    epoch (eval_every 0, all the run's epochs or more), a row settled
     too early stayed skipped for good, and the run ended far above the optimum while its
     steps had stopped (a9a, squared hinge: 1e-3 above it after 300 epochs; found by a
     probe). Such a run now sweeps every row, as one without shrinking does, to the bit."""

@@ -7,9 +7,7 @@ for invariance: one block vs many uneven blocks, an in-memory source vs a real H
 
 
 import mmap
-import threading
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -764,33 +762,37 @@ def test_no_copy_of_the_curved_rows_columns_without_the_memory(monkeypatch):
     assert made == [1]
 
 
-def test_evaluate_takes_the_rows_way_while_the_columns_are_made():
-    """While an executor makes the transpose (make_columns), evaluate does not wait for it
-    nor make it: it scatters X^T by rows, the same state up to rounding. After
-    columns_made it uses the columns, to the bit as an objective that made them itself."""
-    X, y = random_problem(n=60, d=400, seed=41)  # wide: held by rows and columns
+@pytest.mark.parametrize("shape", ["wide", "tall"])
+def test_rented_columns_are_made_once_the_passes_would_have_paid_for_them(shape):
+    """rent_columns(k): evaluate scatters X^T by rows, without the transpose, while k
+    passes would not have paid for it (columns_pay), the same state up to rounding; from
+    the first k that would, it makes the transpose and reads the columns, to the bit as an
+    objective that made them itself, and keeps them whatever k. rent_columns() ends the
+    rent: data of few columns goes back to the rows, wide data stays on the columns."""
+    n, d = (60, 400) if shape == "wide" else (400, 60)
+    X, y = random_problem(n=n, d=d, seed=41)
     reference = SmoothSVMObjective(InMemorySource(X, y), "psi_g", lam=1e-2)
     w = point(reference)
     expected = reference.evaluate(w)
     objective = SmoothSVMObjective(InMemorySource(X, y), "psi_g", lam=1e-2)
-    gate = threading.Event()
-    with ThreadPoolExecutor(1) as pool:
-        pool.submit(gate.wait)  # the transpose waits behind this
-        try:
-            objective.data.make_columns(pool)
-            early = objective.evaluate(w)
-            made_by_evaluate = objective.data._held[1] is not None
-        finally:
-            gate.set()
-        objective.data.columns_made()
-    assert not made_by_evaluate
-    later = objective.evaluate(w)
-    assert objective.passes == 2
-    assert later.f == expected.f and np.array_equal(later.grad, expected.grad)
-    assert early.f == pytest.approx(expected.f, rel=1e-13)
-    np.testing.assert_allclose(early.grad, expected.grad, rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(early.margins, expected.margins, rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(early.curvature, expected.curvature, rtol=1e-11, atol=0)
+    data = objective.data
+    pays = next(k for k in range(10 ** 6) if plan.columns_pay(n, d, X.nnz, k)) \
+        if shape == "wide" else None
+    for k in (0, 1, pays - 1) if pays else (0, 10 ** 9):
+        data.rent_columns(k)
+        early = objective.evaluate(w)
+        assert data.rows_way and data._held[1] is None
+        assert early.f == pytest.approx(expected.f, rel=1e-13)
+        np.testing.assert_allclose(early.grad, expected.grad, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(early.margins, expected.margins, rtol=1e-12, atol=1e-15)
+    if pays:
+        for k in (pays, 0):
+            data.rent_columns(k)
+            later = objective.evaluate(w)
+            assert not data.rows_way and data._held[1] is not None
+            assert later.f == expected.f and np.array_equal(later.grad, expected.grad)
+    data.rent_columns()
+    assert data.rows_way == (shape == "tall")
 
 
 def test_hold_must_be_auto_or_a_bool():

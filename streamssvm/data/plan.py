@@ -14,10 +14,10 @@ With ``hold`` True, or "auto" when the rows (for a source that reads a file) and
 transpose fit ``cache_bytes`` (default a quarter of the memory the process may still
 use), the first pass that asks reads the whole data into one block; the transpose (the
 ``columns`` of :func:`~streamssvm.kernels.transpose`) is made by the first call that needs
-it, or in a thread (:meth:`DataPlan.make_columns`). Passes take the rows' way, without it,
-where it would not pay (:func:`columns_pay`): always on data of fewer columns than
-``GATHER_PER_ROW`` times its rows, and over a stochastic run's few evaluations
-(:meth:`DataPlan.evaluations_only`).
+it. Passes take the rows' way, without it, where it would not pay (:func:`columns_pay`):
+always on data of fewer columns than ``GATHER_PER_ROW`` times its rows, over a stochastic
+run's few evaluations (:meth:`DataPlan.evaluations_only`), and over a dual run's
+evaluations until they would have paid for it (:meth:`DataPlan.rent_columns`).
 
 The epoch order
 ---------------
@@ -141,8 +141,7 @@ class DataPlan:
         self.passes = 0
         self._lock = threading.Lock()
         self._held = None  # [Block of all rows, its transpose or None] once read; False: streamed
-        self._columns_pending = None  # a Future of the transpose (see make_columns)
-        self._columns_declined = False  # by decline_columns
+        self._columns_declined = False  # by decline_columns, rent_columns
         self._window_warned = False
 
     @property
@@ -183,8 +182,8 @@ class DataPlan:
             fits = self._holding is True or (self._holding == "auto" and size <= self.cache_bytes)
             if fits and self.n_samples < 2 ** 31:  # the transpose's row numbers are int32
                 self._held = [source.read_range(0, source.n_blocks), None]
-                if source.n_features <= GATHER_PER_ROW * self.n_samples:
-                    self.decline_columns()  # the columns never pay (columns_pay)
+                if self._columns_never_pay():
+                    self.decline_columns()
         return self._held[0] if self._held else None
 
     def hold_rows(self):
@@ -201,18 +200,6 @@ class DataPlan:
         """A pass reads memory, not a file: the data is held, or the source is in memory."""
         return self.holds_data or self.source.in_memory
 
-    def make_columns(self, executor):
-        """Have the transpose of held data made by ``executor`` (a
-        ``concurrent.futures`` executor), rather than by the first pass that needs it, so
-        that a solver can start meanwhile (SDCA). Until :meth:`columns_made`,
-        :attr:`rows_way` is True and the objective takes the rows' way, a scatter
-        of X^T: the same numbers up to the order of the sums, and which way is taken
-        depends on the calls, not on which thread is faster, so runs stay reproducible.
-        Nothing when the data is streamed or its passes take the rows' way anyway
-        (:meth:`decline_columns`)."""
-        if self.hold_rows() and not self._columns_declined:
-            self._columns_pending = executor.submit(self.held_data)
-
     def evaluations_only(self, count):
         """A solver that makes at most ``count`` passes, none with a Hessian product (SGD,
         Pegasos, SVRG, SAGA), says so before its first: the transpose of held data is then made only
@@ -228,20 +215,32 @@ class DataPlan:
         transpose is made for them."""
         self._columns_declined = True
 
+    def _columns_never_pay(self):
+        return self.source.n_features <= GATHER_PER_ROW * self.n_samples
+
+    def rent_columns(self, evaluations=None):
+        """For a solver that cannot tell in advance how many passes it will make (SDCA,
+        until its gap closes), ``evaluations`` the passes it has made: the next passes over
+        held data take the rows' way while those would not have paid for the transpose
+        (:func:`columns_pay`), the columns' way once they would, or if the transpose is
+        made already. This is rent or buy (ski rental): in hindsight it costs at most twice
+        the cheaper of the two ways. ``evaluations`` None ends the rent: passes take the
+        columns' way again where they can pay. Streamed data takes the rows' way anyway."""
+        block = self.held_rows()
+        if block is None:
+            return
+        if evaluations is None:
+            self._columns_declined = self._columns_never_pay()
+        else:
+            self._columns_declined = not (self._held[1] is not None or columns_pay(
+                self.n_samples, self.source.n_features, block.nnz, evaluations))
+
     @property
     def rows_way(self):
         """Passes over held data take the rows' way, scatters of X^T (f and the gradient,
-        Hessian products and diagonals), without the transpose: the one asked of
-        :meth:`make_columns` is not yet taken (:meth:`columns_made`), or it is declined
-        (:meth:`decline_columns`)."""
-        return self._columns_pending is not None or self._columns_declined
-
-    def columns_made(self):
-        """Wait for the transpose asked of :meth:`make_columns`; evaluations use it from
-        now on."""
-        if self._columns_pending is not None:
-            self._columns_pending.result()
-            self._columns_pending = None
+        Hessian products and diagonals), without the transpose (:meth:`decline_columns`,
+        :meth:`rent_columns`)."""
+        return self._columns_declined
 
     def held_data(self):
         """:meth:`held_rows` and their transpose (the ``columns`` of

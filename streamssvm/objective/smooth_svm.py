@@ -254,7 +254,7 @@ class SmoothSVMObjective(Problem):
         rows = self.data.held_rows()  # first: holding the rows may decline the columns
         if rows is None:
             held = None
-        elif self.data.rows_way:  # the rows alone: their columns are being made, or not at all
+        elif self.data.rows_way:  # the rows alone: their columns would not pay
             held = (rows, None)
         else:
             held = self.data.held_data()

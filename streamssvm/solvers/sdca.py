@@ -29,13 +29,13 @@ next evaluation is due (the rows it brings back return ``eval_every`` epochs lat
 without overlap), and when epoch k's evaluation stops the run, the
 epochs after it are undone and epoch k's w returned. A run stays reproducible from its
 seed. Collected at the next due evaluation rather than after one sweep, an evaluation
-does not hold up the sweep after it. The transpose that those evaluations need is made
-in that thread too, beside the first epochs. Without a w0 the start's evaluation
-(at w = 0) follows the transpose in that thread, and the evaluations of the first
-2 ``eval_every`` epochs are left out: they would wait for both and hold up the sweeps
-when collected. The epoch after them sweeps all rows, which those evaluations would have
-brought back. The first epoch then starts once the data is read, not after the
-evaluation at 0.
+does not hold up the sweep after it. Without a w0 the start's evaluation (at w = 0) is
+made in that thread too, beside the first epoch, which starts once the data is read.
+
+The sweeps read rows only; the evaluations of held data take the rows' way until the
+transpose would have paid for itself over the evaluations so far, then make it and read
+its columns (:meth:`~streamssvm.data.plan.DataPlan.rent_columns`): a dual run stops
+when its gap closes, which no rule tells in advance.
 
 Out of core this is the block minimisation of Yu, Hsieh, Chang & Lin: load a block, run
 ``inner_epochs`` sweeps over its rows (each in a fresh random order), move to the next
@@ -59,7 +59,6 @@ import numpy as np
 from .._memory import per_sample_array
 from .._progress import closing_bars
 from ..kernels import stochastic as sk
-from ..kernels import threadsafe_parallel
 from .common import start_state
 from .registry import MAX_SECONDS, MEMORY_LIMIT, OVERLAP, SEED, Option, SolverRecord
 from .stochastic import EpochRun, Evaluations, epoch_source, spare_thread
@@ -149,26 +148,17 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     if not (isinstance(inner_epochs, (int, np.integer)) and inner_epochs >= 1):
         raise ValueError(f"inner_epochs must be an integer >= 1, got {inner_epochs!r}")
     overlap = overlap and spare_thread(objective) and data.hold_rows()
+    data.rent_columns(0)  # the evaluation at the start (w0 or 0) by rows
     with Evaluations(overlap, "sdca") as evaluations:
-        if overlap and threadsafe_parallel():
-            # the transpose beside the first epochs (an evaluation meanwhile, as at a w0,
-            # takes the rows' way)
-            data.make_columns(evaluations.pool)
         start = None if w0 is not None else lambda: evaluations.submit(_start, objective)
         run = EpochRun("sdca", objective, w0, tol, abs_tol, liblinear_tol, max_iter, eval_every,
                        max_seconds, seed, progress, checkpoint, start,
                        divergence="its steps are exact: the data's scale against lambda "
                                   "overflows the objective; raise lambda or scale the data",
                        spaced=spaced and not overlap)
-        # with overlap and no w0, the evaluation at 0 is made in the evaluation thread after
-        # the transpose, and the evaluations of the first 2 eval_every epochs are left out:
-        # they would wait for both and hold the sweeps when collected (the transpose takes
-        # about four sweeps of all rows: both read every nonzero); the epoch after them
-        # sweeps all rows instead
-        deferred = overlap and w0 is None
-        # rows come back first at the evaluation of epoch eval_every (deferred: the full
-        # sweep after epoch 2 eval_every); none before the last epoch, no shrinking
-        shrinking = shrinking and 0 < (2 if deferred else 1) * eval_every < max_iter
+        # rows come back first at the evaluation of epoch eval_every; none before the last
+        # epoch, no shrinking
+        shrinking = shrinking and 0 < eval_every < max_iter
         dual = per_sample_array(objective.n_samples, memory_limit)
         w = np.zeros(objective.n_features)
         if run.resumed is not None:
@@ -203,9 +193,7 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
             extra = _sweep(objective, run.rng, settled, shrinking, inner_epochs, dual, w, scale,
                            slopes, last)
             passes += 1
-            due = run.due() and not (deferred and run.epoch <= 2 * eval_every)
-            if deferred and run.epoch == 2 * eval_every:
-                settled[:] = False  # the rows those evaluations would have brought back
+            due = run.due()
             if overlap and due:  # the last evaluation has had the sweeps since its epoch
                 decision, stop = _collect(run, pending, None, decision, gap_tol)
                 pending = []
@@ -224,7 +212,7 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
                             for k, a in (("settled", settled), ("last", last))}, extra)
             if due:
                 epoch.evaluation = evaluations.submit(_evaluate, objective, epoch.w, epoch.dual,
-                                                      shrinking)
+                                                      shrinking, 1 + run.epoch // eval_every)
                 passes += 1
             pending.append(epoch)
             if not overlap:
@@ -234,8 +222,9 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         if stop is not None and stop is not pending[-1]:
             w[:], dual[:] = stop.w, stop.dual
             run.rewind(stop.end)
-    data.columns_made()
-    return run.result(w)
+    result = run.result(w)  # by the way of the last evaluation, if it evaluates
+    data.rent_columns()
+    return result
 
 
 def _sweep(objective, rng, settled, shrinking, inner_epochs, dual, w, scale, slopes, last):
@@ -276,15 +265,17 @@ class _Epoch:
 def _start(objective):
     """The start at w = 0 (:func:`~streamssvm.solvers.common.start_state`) and its duality
     gap (alpha = 0), for :class:`EpochRun`'s ``start``."""
-    objective.data.columns_made()
     state, grad0_norm = start_state(objective, None, curved=False)
     gap = state.f - dual_at_zero(objective)
     return state, grad0_norm, dict(gap=gap)
 
 
-def _evaluate(objective, w, dual, shrinking):
-    """The state at w, the duality gap, and the rows it settles (if ``shrinking``)."""
-    objective.data.columns_made()
+def _evaluate(objective, w, dual, shrinking, made):
+    """The state at w, the duality gap, and the rows it settles (if ``shrinking``); by the
+    rows or the columns as ``made`` evaluations would pay (:meth:`DataPlan.rent_columns
+    <streamssvm.data.plan.DataPlan.rent_columns>`: the way taken follows the epoch, not
+    the threads' timing, and is set in the thread that evaluates)."""
+    objective.data.rent_columns(made)
     state = objective.evaluate(w, curved=False)
     gap = state.f - dual_objective(objective, dual, w)
     return state, gap, _settled(objective, state, dual) if shrinking else None
