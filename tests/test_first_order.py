@@ -1175,6 +1175,40 @@ def test_sgd_evaluated_beside_the_next_epoch_is_sgd_without(data, tmp_path, name
     assert (beside.passes > plain.passes) == early
 
 
+@pytest.mark.parametrize("overlap", [False, True])
+def test_sdca_makes_the_transpose_once_its_evaluations_would_have_paid_for_it(overlap,
+                                                                             monkeypatch):
+    """SDCA cannot tell how many evaluations it will make: they take the rows' way until
+    those so far would have paid for the transpose (rent_columns), then make it and read
+    its columns, in an order set by the epochs, with overlap or without. The sweeps are
+    the same either way, to the bit; after the run, wide data goes back to the columns."""
+    rng = np.random.default_rng(7)
+    X = sp.random(80, 3000, density=0.02, random_state=rng, format="csr")
+    y = np.where(rng.random(80) < 0.5, -1.0, 1.0)
+    runs = {}
+    for pays_from in (3, None):
+        monkeypatch.setattr(plan, "columns_pay", lambda n, d, nnz, k, at=pays_from:
+                            at is not None and k >= at)
+        objective = _objective(InMemorySource(X, y), "squared_hinge")
+        ways, evaluate = [], objective.evaluate
+
+        def recorded(w, *args, evaluate=evaluate, data=objective.data, ways=ways, **kwargs):
+            ways.append(data.rows_way)
+            return evaluate(w, *args, **kwargs)
+
+        objective.evaluate = recorded
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            runs[pays_from] = sdca(objective, tol=0.0, max_iter=5, eval_every=1, spaced=False,
+                                   shrinking=False, overlap=overlap)
+        made = objective.data._held[1] is not None
+        assert made == (pays_from is not None)
+        assert ways == ([True, True, False, False, False, False] if made else [True] * 6)
+        assert objective.data.rows_way is False
+    assert np.array_equal(runs[3].w, runs[None].w)
+    assert runs[3].f == pytest.approx(runs[None].f, rel=1e-13)
+
+
 @pytest.mark.parametrize("name, products_by_rows", [("tron", True), ("lbfgs", True),
                                                      ("sdca", True), ("tron", False)])
 def test_f_and_the_gradient_of_held_data_of_few_columns_take_the_rows_way(
