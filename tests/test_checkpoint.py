@@ -24,7 +24,8 @@ kill_train = importlib.import_module("kill_train")
 RESUMABLE = [("tron", {}), ("tron", dict(preconditioner=True, forcing="quadratic")),
              ("newton", {}), ("newton", dict(hessian_sample=0.3)), ("gd", {}),
              ("sgd", dict(average=True)), ("sgd", dict(delay=8)), ("pegasos", {}), ("svrg", {}),
-             ("saga", {}), ("sdca", {}), ("sdca", dict(eval_every=1))]
+             ("saga", {}), ("sdca", {}), ("sdca", dict(eval_every=1)),
+             ("sdca", dict(overlap=False))]
 
 
 @pytest.fixture(scope="module")

@@ -156,9 +156,10 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
                        divergence="its steps are exact: the data's scale against lambda "
                                   "overflows the objective; raise lambda or scale the data",
                        spaced=spaced and not overlap)
-        # rows come back first at the evaluation of epoch eval_every; none before the last
-        # epoch, no shrinking
-        shrinking = shrinking and 0 < eval_every < max_iter
+        # the sweeps skip settled rows only if an evaluation before the last epoch brings
+        # them back (the first, of epoch eval_every); the evaluations decide the rows
+        # whenever ``shrinking``, so that a checkpoint holds what a longer run goes on from
+        skipping = shrinking and 0 < eval_every < max_iter
         dual = per_sample_array(objective.n_samples, memory_limit)
         w = np.zeros(objective.n_features)
         if run.resumed is not None:
@@ -190,7 +191,7 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
         # too: its history entry has it)
         passes = objective.passes if run.resumed is not None else run.history[0]["passes"]
         while run.next_epoch():
-            extra = _sweep(objective, run.rng, settled, shrinking, inner_epochs, dual, w, scale,
+            extra = _sweep(objective, run.rng, settled, skipping, inner_epochs, dual, w, scale,
                            slopes, last)
             passes += 1
             due = run.due()
@@ -227,16 +228,16 @@ def sdca(objective, w0=None, tol=0.01, abs_tol=None, liblinear_tol=False, max_it
     return result
 
 
-def _sweep(objective, rng, settled, shrinking, inner_epochs, dual, w, scale, slopes, last):
+def _sweep(objective, rng, settled, skipping, inner_epochs, dual, w, scale, slopes, last):
     """One epoch of coordinate steps, deciding ``settled`` for the rows it visits (and
-    skipping those already settled, if ``shrinking``), psi' kept in ``slopes``
+    skipping those already settled, if ``skipping``), psi' kept in ``slopes``
     (:func:`_slopes`); what the history records of it."""
     largest, visited = 0.0, 0
     for block, rows in objective.data.epoch(rng):
         for sweep in range(inner_epochs):
             if sweep:
                 rows = rng.permutation(block.n_rows)
-            if shrinking:
+            if skipping:
                 rows = rows[~settled[block.row_start + rows]]
             visited += rows.shape[0]
             largest = max(largest, sk.sdca_rows(
