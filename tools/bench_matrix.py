@@ -10,7 +10,8 @@ ours train from it (in the page cache), the peers from the same values in memory
 in the store, widened to float64 for them).
 
 Figures, each ratio = our wall time / the peer's, best of --repeats rounds (each round runs
-the peer, then ours, next to each other in time); the kernels are compiled (or loaded) by
+the peer, then ours, next to each other in time; more rounds for calls that sum to under
+MIN_SECONDS); the kernels are compiled (or loaded) by
 a warm-up before any timing, and that first call's time is reported apart:
 
 - ``squared_hinge``: TRON and line-search Newton against LIBLINEAR -s 2, and ``logistic``
@@ -68,6 +69,9 @@ DATASETS = os.path.join(ROOT, "streamssvm", "datasets")
 # LIBLINEAR's L2-SVM solvers at their default eps: dual -s 1 and -s 3, primal -s 2
 L2_SVM = ((1, 0.1), (2, 0.01), (3, 0.1))
 PEER = {"squared_hinge": 2, "logistic": 0}
+# rounds are added (up to 10 --repeats) until each timed call's rounds sum to this many
+# seconds: the best of 2 calls of a few milliseconds is the machine's noise
+MIN_SECONDS = 0.5
 
 # name: make_synthetic.generate options (full size, --quick size), or a file
 SYNTHETIC = {
@@ -159,7 +163,7 @@ def like_for_like(store, X, y, args):
         for solver in ("tron", "newton"):
             runs[solver] = lambda solver=solver, loss=loss: ours(store, loss, args.lam,
                                                                  args.eps, solver)
-        timed = rounds(args.repeats, runs)
+        timed = rounds(args.repeats, runs, args.min_seconds)
         peer_s = best(timed.pop("peer"))[0]
         row = {"peer": f"LIBLINEAR -s {s}", "peer_seconds": peer_s}
         for solver, results in timed.items():
@@ -181,7 +185,7 @@ def fastest_psi_g(store, X, y, args):
     target = f_star * (1 + 1e-3)
     runs = {f"-s {s}": (lambda s=s, e=e: liblinear_train(X, y, s, args.lam, e))
             for s, e in L2_SVM}
-    peers = rounds(args.repeats, runs)
+    peers = rounds(args.repeats, runs, args.min_seconds)
     peer_times = {name: best(r)[0] for name, r in peers.items()}
     fastest = min(peer_times.values())
     budget = max(20 * fastest, 5.0)
@@ -190,7 +194,7 @@ def fastest_psi_g(store, X, y, args):
     timed = rounds(args.repeats, {
         solver: (lambda solver=solver, o=o: to_target(store, args.lam, args.sigma, solver,
                                                       target, budget, **o))
-        for solver, o in candidates.items()})
+        for solver, o in candidates.items()}, args.min_seconds)
     solvers = {}
     for solver, results in timed.items():
         reached, m = best(results)
@@ -217,7 +221,7 @@ def auto_squared_hinge(store, args):
     runs = {solver: (lambda solver=solver: ours(store, "squared_hinge", args.lam, args.eps,
                                                 solver))
             for solver in ("auto", "newton", "sdca")}
-    timed = {solver: best(r) for solver, r in rounds(args.repeats, runs).items()}
+    timed = {solver: best(r) for solver, r in rounds(args.repeats, runs, args.min_seconds).items()}
     cand = min(timed["newton"][0], timed["sdca"][0])
     return {"seconds": timed["auto"][0], "chose": timed["auto"][1].params["solver"],
             "newton_seconds": timed["newton"][0], "sdca_seconds": timed["sdca"][0],
@@ -241,7 +245,7 @@ def sgd(store, X, y, args):
     for label, options in (("sgd", {}), ("sgd hogwild", dict(hogwild=True))):
         runs[label] = lambda options=options: ours(store, "hinge", args.lam, args.eps, "sgd",
                                                    max_iter=args.epochs, **options)
-    timed = rounds(args.repeats, runs)
+    timed = rounds(args.repeats, runs, args.min_seconds)
     peer_s = best(timed.pop("peer"))[0]
     fig = {"peer": f"SGDClassifier(max_iter={args.epochs}, tol=None).fit",
            "peer_seconds": peer_s, "epochs": args.epochs}
@@ -284,7 +288,7 @@ def end_to_end(text, args):
         with fresh_cache():
             return ours(text, "squared_hinge", args.lam, args.eps, "auto")
 
-    timed = rounds(args.repeats, {"peer": theirs, "ours": mine})
+    timed = rounds(args.repeats, {"peer": theirs, "ours": mine}, args.min_seconds)
     peer_s, ours_s = best(timed["peer"])[0], best(timed["ours"])[0]
     return {"peer": "LIBLINEAR svm_read_problem + train -s 2", "peer_seconds": peer_s,
             "seconds": ours_s, "ratio": ratio(ours_s, peer_s)}
@@ -372,13 +376,15 @@ def main(argv=None):
     ap.add_argument("--eps", type=float, default=0.01, help="tolerance, LIBLINEAR's rule")
     ap.add_argument("--sigma", type=float, default=2.0 ** -3, help="psi_G's sigma")
     ap.add_argument("--epochs", type=int, default=5, help="SGD epochs of both")
-    ap.add_argument("--repeats", type=int, help="rounds, best kept (default 3; 1 with --quick)")
+    ap.add_argument("--repeats", type=int, help="rounds, best kept (default 3; 1 with --quick); "
+                    "more, up to 10 times as many, for calls that sum to under half a second")
     ap.add_argument("--work", default=os.path.join(ROOT, "bench-data"),
                     help="folder for the shapes' text and stores (a temporary one inside)")
     ap.add_argument("--json", help="where to write the figures (default benchmarks/matrix.json)")
     args = ap.parse_args(argv)
     if args.repeats is None:
         args.repeats = 1 if args.quick else 3
+    args.min_seconds = 0.0 if args.quick else MIN_SECONDS
     if args.repeats < 1:
         ap.error("argument --repeats: must be >= 1")
     names = [*SYNTHETIC, *(QUICK_FILES if args.quick else FILES)]
@@ -445,7 +451,8 @@ def main(argv=None):
         verdict = "" if r["met"] is None else ("met" if r["met"] else "NOT met")
         print(f"  {label:<46} {shown:>6} on {r['worst_shape']} (target <= {r['target']}) "
               f"{verdict}")
-    figures = {"quick": args.quick, "repeats": args.repeats, "lam": args.lam, "eps": args.eps,
+    figures = {"quick": args.quick, "repeats": args.repeats, "min_seconds": args.min_seconds,
+               "lam": args.lam, "eps": args.eps,
                "sigma": args.sigma, "first_call_seconds": first_call, "shapes": shapes,
                "skipped": skipped, "worst": worst_rows}
     print("wrote", bench_output.write("matrix", figures, args.json))
